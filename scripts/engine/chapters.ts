@@ -1,0 +1,387 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+
+import { CourseError, usageError } from "./errors.js";
+
+/** 一次聚焦运行的期望：按名称过滤（可选）后，通过数 / 选中数。 */
+export interface TestRun {
+  /** 传给 --test-name-pattern 的正则；省略表示运行整个聚焦测试文件。 */
+  pattern?: string;
+  expect: { pass: number; total: number };
+}
+
+/** 四级提示，顺序固定：定位文件 → 指出签名 → 伪代码 → 局部代码。 */
+export interface HintLadder {
+  file: string;
+  signature: string;
+  pseudocode: string;
+  code: string;
+}
+export const HINT_LEVELS = ["file", "signature", "pseudocode", "code"] as const;
+export const HINT_LEVEL_NAMES: Record<(typeof HINT_LEVELS)[number], string> = {
+  file: "定位文件",
+  signature: "指出签名",
+  pseudocode: "伪代码",
+  code: "局部代码",
+};
+
+export interface Lab {
+  id: string;
+  title: string;
+  goal: string;
+  files: string[];
+  actions: string[];
+  runs: TestRun[];
+  hints: HintLadder;
+}
+
+export interface TscErrorExpectation {
+  code: string;
+  file: string;
+  /** 错误文字里必须出现的片段（通常是缺失的名字或模块）。 */
+  includes: string;
+}
+
+export interface FailureExpectation {
+  /** 失败测试的完整名称。 */
+  test: string;
+  /** 失败信息里必须出现的片段。 */
+  includes: string;
+}
+
+/** 练习目录第一次运行时应当看到的红灯。 */
+export type FirstRed =
+  | { kind: "tsc"; summary: string; errors: TscErrorExpectation[] }
+  | { kind: "test"; summary: string; failures: FailureExpectation[] }
+  | { kind: "none"; summary: string };
+
+export interface Mutation {
+  file: string;
+  /** 目标代码中恰好出现一次的原文。 */
+  find: string;
+  replace: string;
+}
+
+export interface FaultExperiment {
+  title: string;
+  mutations: Mutation[];
+  /** 应当失败的测试的完整名称。 */
+  test: string;
+  /** 失败信息（或断言的 actual / expected）里必须出现的片段。 */
+  includes: string[];
+}
+
+/** 章节内部的中间提交，例如实践 3.1 完成时的状态。 */
+export interface Step {
+  id: string;
+  title: string;
+  /** 相对章节目录的补丁路径：从本章起点到这一步的差异。 */
+  patch: string;
+  runs: TestRun[];
+}
+
+export type Mode = "观察" | "重建";
+export type Difficulty = "入门" | "基础" | "核心" | "进阶";
+
+export interface ChapterMeta {
+  id: string;
+  slug: string;
+  title: string;
+  summary: string;
+  minutes: number;
+  difficulty: Difficulty;
+  artifacts: string[];
+  prerequisites: string[];
+  mode: Mode;
+  teachingFiles: string[];
+  focusedTest: { path: string; count: number };
+  firstRed: FirstRed;
+  labs: Lab[];
+  fault: FaultExperiment;
+  acceptance: string[];
+  steps: Step[];
+}
+
+export interface Chapter extends ChapterMeta {
+  /** lessons/ 下的目录名，例如 03-message-ir。 */
+  dirName: string;
+  dir: string;
+  lessonPath: string;
+  patchPath: string;
+  /** 练习目录用来替换起点文件的脚手架目录（可选）。 */
+  starterDir?: string;
+}
+
+export const METADATA_FILE = "chapter.json";
+export const LESSON_FILE = "lesson.md";
+export const PATCH_FILE = "chapter.patch";
+export const STARTER_DIR = "starter";
+
+const DIR_PATTERN = /^(\d{2})-([a-z0-9]+(?:-[a-z0-9]+)*)$/;
+
+/** 读取 lessons/ 下的全部章节，按编号排序并逐字段校验。 */
+export function loadChapters(lessonsDir: string): Chapter[] {
+  if (!existsSync(lessonsDir)) {
+    throw new CourseError("LESSONS_MISSING", `找不到课程目录 ${lessonsDir}`);
+  }
+  const dirs = readdirSync(lessonsDir, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && DIR_PATTERN.test(entry.name))
+    .map((entry) => entry.name)
+    .sort();
+  const chapters = dirs.map((name) => loadChapter(path.join(lessonsDir, name)));
+  checkSequence(chapters);
+  return chapters;
+}
+
+function loadChapter(dir: string): Chapter {
+  const dirName = path.basename(dir);
+  const [, id, slug] = DIR_PATTERN.exec(dirName) ?? [];
+  const metaPath = path.join(dir, METADATA_FILE);
+  const where = path.join("lessons", dirName, METADATA_FILE);
+  if (!existsSync(metaPath)) {
+    throw new CourseError("CHAPTER_INVALID", `${where}：文件不存在`);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(metaPath, "utf8"));
+  } catch (error) {
+    throw new CourseError("CHAPTER_INVALID", `${where}：不是合法的 JSON（${(error as Error).message}）`);
+  }
+  const meta = parseMeta(raw, new Reader(where));
+  if (meta.id !== id) fail(where, "id", `应当与目录编号 ${id} 一致，实际是 ${meta.id}`);
+  if (meta.slug !== slug) fail(where, "slug", `应当与目录名 ${slug} 一致，实际是 ${meta.slug}`);
+
+  const chapter: Chapter = {
+    ...meta,
+    dirName,
+    dir,
+    lessonPath: path.join(dir, LESSON_FILE),
+    patchPath: path.join(dir, PATCH_FILE),
+  };
+  const starterDir = path.join(dir, STARTER_DIR);
+  if (existsSync(starterDir)) chapter.starterDir = starterDir;
+  for (const file of [LESSON_FILE, PATCH_FILE, ...meta.steps.map((step) => step.patch)]) {
+    if (!existsSync(path.join(dir, file))) {
+      throw new CourseError("CHAPTER_INVALID", `${path.join("lessons", dirName, file)}：文件不存在`);
+    }
+  }
+  return chapter;
+}
+
+function checkSequence(chapters: Chapter[]): void {
+  chapters.forEach((chapter, index) => {
+    const expected = String(index).padStart(2, "0");
+    if (chapter.id !== expected) {
+      throw new CourseError(
+        "CHAPTER_INVALID",
+        `lessons/${chapter.dirName}：章节编号不连续，这里应当是第 ${expected} 章`,
+      );
+    }
+    for (const prerequisite of chapter.prerequisites) {
+      if (!(prerequisite < chapter.id)) {
+        fail(`lessons/${chapter.dirName}/${METADATA_FILE}`, "prerequisites", `${prerequisite} 不是更早的章节`);
+      }
+    }
+  });
+}
+
+/** 接受 3、03、message-ir、03-message-ir；认不出时列出全部合法章节。 */
+export function findChapter(chapters: readonly Chapter[], input: string | undefined): Chapter {
+  const wanted = (input ?? "").trim();
+  if (wanted === "") {
+    throw usageError("CHAPTER_REQUIRED", `请指定章节，例如 03。可选章节：${listIds(chapters)}`);
+  }
+  const asNumber = /^\d{1,2}$/.test(wanted) ? wanted.padStart(2, "0") : undefined;
+  const found = chapters.find(
+    (chapter) => chapter.id === asNumber || chapter.slug === wanted || chapter.dirName === wanted,
+  );
+  if (!found) {
+    throw usageError("CHAPTER_UNKNOWN", `没有第 “${wanted}” 章。可选章节：${listIds(chapters)}`);
+  }
+  return found;
+}
+
+function listIds(chapters: readonly Chapter[]): string {
+  return chapters.map((chapter) => `${chapter.id} ${chapter.slug}`).join("、");
+}
+
+// ── 元数据校验 ──────────────────────────────────────────────────
+
+function fail(where: string, field: string, problem: string): never {
+  throw new CourseError("CHAPTER_INVALID", `${where}：字段 ${field} ${problem}`);
+}
+
+/** 带着“文件 + 字段路径”读取未知 JSON，出错时一句话指出位置。 */
+class Reader {
+  constructor(private readonly where: string) {}
+
+  fail(field: string, problem: string): never {
+    return fail(this.where, field, problem);
+  }
+
+  object(value: unknown, field: string): Record<string, unknown> {
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      this.fail(field, "应当是对象");
+    }
+    return value as Record<string, unknown>;
+  }
+
+  string(value: unknown, field: string): string {
+    if (typeof value !== "string" || value.trim() === "") this.fail(field, "应当是非空字符串");
+    return value;
+  }
+
+  optionalString(value: unknown, field: string): string | undefined {
+    return value === undefined ? undefined : this.string(value, field);
+  }
+
+  count(value: unknown, field: string): number {
+    if (typeof value !== "number" || !Number.isInteger(value) || value < 0) {
+      this.fail(field, "应当是非负整数");
+    }
+    return value;
+  }
+
+  strings(value: unknown, field: string, { nonEmpty = false } = {}): string[] {
+    if (!Array.isArray(value)) this.fail(field, "应当是字符串数组");
+    if (nonEmpty && value.length === 0) this.fail(field, "不能为空");
+    return value.map((item, index) => this.string(item, `${field}[${index}]`));
+  }
+
+  array<T>(value: unknown, field: string, item: (value: unknown, field: string) => T): T[] {
+    if (!Array.isArray(value)) this.fail(field, "应当是数组");
+    return value.map((entry, index) => item(entry, `${field}[${index}]`));
+  }
+
+  oneOf<T extends string>(value: unknown, field: string, allowed: readonly T[]): T {
+    if (!allowed.includes(value as T)) this.fail(field, `应当是 ${allowed.join(" / ")} 之一`);
+    return value as T;
+  }
+}
+
+function parseMeta(raw: unknown, r: Reader): ChapterMeta {
+  const o = r.object(raw, "(根)");
+  const labs = r.array(o.labs, "labs", (value, field) => parseLab(value, field, r));
+  if (labs.length === 0) r.fail("labs", "至少需要一个实践");
+  const mode = r.oneOf(o.mode, "mode", ["观察", "重建"] as const);
+  const firstRed = parseFirstRed(o.firstRed, r);
+  if (mode === "重建" && firstRed.kind === "none") r.fail("firstRed.kind", "重建章必须声明第一次红灯");
+  return {
+    id: r.string(o.id, "id"),
+    slug: r.string(o.slug, "slug"),
+    title: r.string(o.title, "title"),
+    summary: r.string(o.summary, "summary"),
+    minutes: r.count(o.minutes, "minutes"),
+    difficulty: r.oneOf(o.difficulty, "difficulty", ["入门", "基础", "核心", "进阶"] as const),
+    artifacts: r.strings(o.artifacts, "artifacts", { nonEmpty: true }),
+    prerequisites: r.strings(o.prerequisites, "prerequisites"),
+    mode,
+    teachingFiles: r.strings(o.teachingFiles, "teachingFiles", { nonEmpty: true }),
+    focusedTest: parseFocusedTest(o.focusedTest, r),
+    firstRed,
+    labs,
+    fault: parseFault(o.fault, r),
+    acceptance: r.strings(o.acceptance, "acceptance", { nonEmpty: true }),
+    steps: o.steps === undefined ? [] : r.array(o.steps, "steps", (value, field) => parseStep(value, field, r)),
+  };
+}
+
+function parseFocusedTest(value: unknown, r: Reader): ChapterMeta["focusedTest"] {
+  const o = r.object(value, "focusedTest");
+  const testPath = r.string(o.path, "focusedTest.path");
+  if (!/^packages\/pi-course\/test\/\d{2}-[a-z0-9-]+\.test\.ts$/.test(testPath)) {
+    r.fail("focusedTest.path", "应当形如 packages/pi-course/test/NN-slug.test.ts");
+  }
+  const count = r.count(o.count, "focusedTest.count");
+  if (count === 0) r.fail("focusedTest.count", "至少要有一项测试");
+  return { path: testPath, count };
+}
+
+function parseRun(value: unknown, field: string, r: Reader): TestRun {
+  const o = r.object(value, field);
+  const pattern = r.optionalString(o.pattern, `${field}.pattern`);
+  if (pattern !== undefined) {
+    try {
+      new RegExp(pattern);
+    } catch {
+      r.fail(`${field}.pattern`, "不是合法的正则表达式");
+    }
+  }
+  const expect = r.object(o.expect, `${field}.expect`);
+  const run: TestRun = {
+    expect: { pass: r.count(expect.pass, `${field}.expect.pass`), total: r.count(expect.total, `${field}.expect.total`) },
+  };
+  if (run.expect.pass > run.expect.total) r.fail(`${field}.expect`, "通过数不能大于总数");
+  if (pattern !== undefined) run.pattern = pattern;
+  return run;
+}
+
+function parseLab(value: unknown, field: string, r: Reader): Lab {
+  const o = r.object(value, field);
+  const hints = r.object(o.hints, `${field}.hints`);
+  const runs = r.array(o.runs, `${field}.runs`, (run, runField) => parseRun(run, runField, r));
+  if (runs.length === 0) r.fail(`${field}.runs`, "至少需要一条运行命令");
+  return {
+    id: r.string(o.id, `${field}.id`),
+    title: r.string(o.title, `${field}.title`),
+    goal: r.string(o.goal, `${field}.goal`),
+    files: r.strings(o.files, `${field}.files`, { nonEmpty: true }),
+    actions: r.strings(o.actions, `${field}.actions`, { nonEmpty: true }),
+    runs,
+    hints: {
+      file: r.string(hints.file, `${field}.hints.file`),
+      signature: r.string(hints.signature, `${field}.hints.signature`),
+      pseudocode: r.string(hints.pseudocode, `${field}.hints.pseudocode`),
+      code: r.string(hints.code, `${field}.hints.code`),
+    },
+  };
+}
+
+function parseFirstRed(value: unknown, r: Reader): FirstRed {
+  const o = r.object(value, "firstRed");
+  const kind = r.oneOf(o.kind, "firstRed.kind", ["tsc", "test", "none"] as const);
+  const summary = r.string(o.summary, "firstRed.summary");
+  if (kind === "none") return { kind, summary };
+  if (kind === "tsc") {
+    const errors = r.array(o.errors, "firstRed.errors", (item, field) => {
+      const e = r.object(item, field);
+      const code = r.string(e.code, `${field}.code`);
+      if (!/^TS\d+$/.test(code)) r.fail(`${field}.code`, "应当形如 TS2305");
+      return { code, file: r.string(e.file, `${field}.file`), includes: r.string(e.includes, `${field}.includes`) };
+    });
+    if (errors.length === 0) r.fail("firstRed.errors", "不能为空");
+    return { kind, summary, errors };
+  }
+  const failures = r.array(o.failures, "firstRed.failures", (item, field) => {
+    const f = r.object(item, field);
+    return { test: r.string(f.test, `${field}.test`), includes: r.string(f.includes, `${field}.includes`) };
+  });
+  if (failures.length === 0) r.fail("firstRed.failures", "不能为空");
+  return { kind, summary, failures };
+}
+
+function parseFault(value: unknown, r: Reader): FaultExperiment {
+  const o = r.object(value, "fault");
+  const mutations = r.array(o.mutations, "fault.mutations", (item, field) => {
+    const m = r.object(item, field);
+    if (typeof m.replace !== "string") r.fail(`${field}.replace`, "应当是字符串");
+    return { file: r.string(m.file, `${field}.file`), find: r.string(m.find, `${field}.find`), replace: m.replace };
+  });
+  if (mutations.length === 0) r.fail("fault.mutations", "不能为空");
+  return {
+    title: r.string(o.title, "fault.title"),
+    mutations,
+    test: r.string(o.test, "fault.test"),
+    includes: r.strings(o.includes, "fault.includes", { nonEmpty: true }),
+  };
+}
+
+function parseStep(value: unknown, field: string, r: Reader): Step {
+  const o = r.object(value, field);
+  return {
+    id: r.string(o.id, `${field}.id`),
+    title: r.string(o.title, `${field}.title`),
+    patch: r.string(o.patch, `${field}.patch`),
+    runs: r.array(o.runs, `${field}.runs`, (run, runField) => parseRun(run, runField, r)),
+  };
+}
