@@ -1,0 +1,44 @@
+import { parseArgs } from "node:util";
+
+import { renderCard } from "./engine/card.js";
+import { paint, runCommand } from "./engine/cli.js";
+import { openChapter } from "./engine/course.js";
+import { usageError } from "./engine/errors.js";
+
+const HELP = `用法：npm run checkpoint -- <章节> [--json]
+
+显示一章的卡片：起点与目标提交、聚焦测试、第一次红灯、实践命令，以及查看差异的命令。
+<章节> 可以写 3、03 或 message-ir。
+
+  --json   以 JSON 输出，供其他工具读取
+  --help   显示本说明`;
+
+await runCommand(async () => {
+  const { values, positionals } = parseCommandLine();
+  if (values.help) {
+    console.log(HELP);
+    return;
+  }
+  if (positionals.length > 1) throw usageError("TOO_MANY_ARGS", `只能指定一个章节，收到了：${positionals.join(" ")}`);
+  const { chapter, history } = await openChapter(positionals[0]);
+  const commits = history.chapters[chapter.id];
+  if (values.json) {
+    const { dir: _dir, lessonPath: _lesson, patchPath: _patch, starterDir: _starter, ...meta } = chapter;
+    console.log(JSON.stringify({ ...meta, branch: history.branch, commits }, null, 2));
+    return;
+  }
+  const [title = "", ...rest] = renderCard(chapter, history);
+  console.log(paint("bold", title));
+  for (const line of rest) console.log(line);
+});
+
+function parseCommandLine() {
+  try {
+    return parseArgs({
+      allowPositionals: true,
+      options: { json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    });
+  } catch (error) {
+    throw usageError("BAD_ARGS", `无法识别的参数：${(error as Error).message}。用 --help 查看用法`);
+  }
+}

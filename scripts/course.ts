@@ -1,0 +1,69 @@
+import path from "node:path";
+import { parseArgs } from "node:util";
+
+import { openEditWorktree, exportCourse } from "./engine/authoring.js";
+import { loadChapters } from "./engine/chapters.js";
+import { paint, runCommand, userCwd } from "./engine/cli.js";
+import { usageError } from "./engine/errors.js";
+import { ensureHistory, shortHash } from "./engine/history.js";
+import { EDIT_BRANCH, KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
+
+const HELP = `用法：npm run course -- <子命令>
+
+课程作者的工具。课程代码的唯一来源是 lessons/NN-slug/chapter.patch。
+
+  history            构建（或从缓存取出）课程历史，列出每章的起点与目标
+  edit [目录]        在 ${EDIT_BRANCH} 分支上打开课程历史的 worktree（默认 ../pi-course-edit），
+                     用普通 git 改写：git commit --fixup、git rebase -i --autosquash <空白起点>
+  export [--from 修订]
+                     把编辑分支（默认 ${EDIT_BRANCH}）写回 lessons/*/chapter.patch 与步骤补丁，
+                     重建历史、重新给课文盖哈希，并同步 packages/pi-course
+  --help             显示本说明`;
+
+await runCommand(async () => {
+  const { values, positionals } = parseCommandLine();
+  const [sub, ...rest] = positionals;
+  if (values.help || sub === undefined) {
+    console.log(HELP);
+    if (sub === undefined && !values.help) process.exitCode = 2;
+    return;
+  }
+  if (sub === "history") {
+    const chapters = loadChapters(LESSONS_DIR);
+    const history = await ensureHistory(KIT_ROOT, chapters);
+    console.log(`课程分支 ${history.branch}：${shortHash(history.base)} 空白起点 → ${shortHash(history.tip)}`);
+    for (const chapter of chapters) {
+      const commits = history.chapters[chapter.id];
+      if (commits) console.log(`  ${chapter.id} ${chapter.slug.padEnd(22)} ${shortHash(commits.parent)} → ${shortHash(commits.target)}`);
+    }
+    return;
+  }
+  if (sub === "edit") {
+    const chapters = loadChapters(LESSONS_DIR);
+    const history = await ensureHistory(KIT_ROOT, chapters);
+    const dir = path.resolve(userCwd(), rest[0] ?? path.join(path.dirname(KIT_ROOT), "pi-course-edit"));
+    const { created } = await openEditWorktree(KIT_ROOT, dir, history.tip);
+    console.log(paint("green", `${created ? "已创建" : "已重新打开"} ${EDIT_BRANCH} 的 worktree：${dir}`));
+    console.log(`空白起点是 ${shortHash(history.base)}；改写示例：git rebase -i --autosquash ${shortHash(history.base)}`);
+    console.log("改完后回到课程套件运行：npm run course -- export");
+    return;
+  }
+  if (sub === "export") {
+    const summary = await exportCourse(KIT_ROOT, LESSONS_DIR, values.from);
+    console.log(paint("green", `已从 ${summary.from} 导出 ${summary.chapters.length} 章：${summary.chapters.join("、")}`));
+    console.log(`课程历史末端：${shortHash(summary.history.tip)}；课文哈希与 packages/pi-course 已同步`);
+    return;
+  }
+  throw usageError("UNKNOWN_SUBCOMMAND", `未知子命令「${sub}」；可用：history、edit、export`);
+});
+
+function parseCommandLine() {
+  try {
+    return parseArgs({
+      allowPositionals: true,
+      options: { help: { type: "boolean", short: "h" }, from: { type: "string" } },
+    });
+  } catch (error) {
+    throw usageError("BAD_ARGS", `无法识别的参数：${(error as Error).message}。用 --help 查看用法`);
+  }
+}

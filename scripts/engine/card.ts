@@ -1,0 +1,138 @@
+import { HINT_LEVELS, HINT_LEVEL_NAMES, type Chapter, type FirstRed, type TestRun } from "./chapters.js";
+import { shortHash, type CourseHistory } from "./history.js";
+import { COURSE_BRANCH, COURSE_PACKAGE } from "./paths.js";
+
+/** 学习者在任何地方（套件、worktree、练习目录）都能照抄的构建命令。 */
+export const BUILD_COMMAND = "npm run build -w @pi/course";
+
+export function focusedGlob(chapter: Chapter): string {
+  return `${COURSE_PACKAGE}/dist/test/${chapter.id}-*.test.js`;
+}
+
+export function runCommand(chapter: Chapter, run: Pick<TestRun, "pattern">): string {
+  const pattern = run.pattern === undefined ? "" : ` --test-name-pattern="${run.pattern}"`;
+  return `node --test${pattern} ${focusedGlob(chapter)}`;
+}
+
+export function expectation(run: TestRun): string {
+  return `${run.expect.pass}/${run.expect.total}`;
+}
+
+export function describeFirstRed(firstRed: FirstRed): string[] {
+  switch (firstRed.kind) {
+    case "tsc":
+      return [firstRed.summary, ...firstRed.errors.map((e) => `  ${e.code} ${e.file}：…${e.includes}…`)];
+    case "test":
+      return [firstRed.summary, ...firstRed.failures.map((f) => `  ✗ ${f.test}：…${f.includes}…`)];
+    case "none":
+      return [firstRed.summary];
+  }
+}
+
+/** checkpoint 命令打印的章节卡片（纯文本，一行一项）。 */
+export function renderCard(chapter: Chapter, history: CourseHistory): string[] {
+  const commits = history.chapters[chapter.id];
+  const parent = commits?.parent ?? "";
+  const target = commits?.target ?? "";
+  const lines = [
+    `第 ${chapter.id} 章 · ${chapter.title}（${chapter.slug}）`,
+    chapter.summary,
+    "",
+    `预计：${chapter.minutes} 分钟    难度：${chapter.difficulty}    模式：${chapter.mode}    前置：${chapter.prerequisites.join("、") || "无"}`,
+    `产物：${chapter.artifacts.join("、")}`,
+    "",
+    `课程分支：${COURSE_BRANCH}`,
+    `起点 parent：${shortHash(parent)}  ${parent}`,
+    `目标 target：${shortHash(target)}  ${target}`,
+  ];
+  for (const [id, hash] of Object.entries(commits?.steps ?? {})) {
+    lines.push(`步骤 ${id}：   ${shortHash(hash)}  ${hash}`);
+  }
+  lines.push(
+    "",
+    `教学文件：${chapter.teachingFiles.join("、")}`,
+    `聚焦测试：${chapter.focusedTest.path}（${chapter.focusedTest.count} 项）`,
+    "第一次红灯：",
+    ...describeFirstRed(chapter.firstRed).map((line) => `  ${line}`),
+    "",
+  );
+  for (const lab of chapter.labs) {
+    lines.push(`实践 ${lab.id} · ${lab.title}`);
+    for (const run of lab.runs) lines.push(`  ${runCommand(chapter, run)}    → ${expectation(run)}`);
+  }
+  lines.push(
+    "",
+    `故障实验：${chapter.fault.title}（应让「${chapter.fault.test}」失败）`,
+    "",
+    "查看本章的改动：",
+    `  git diff ${shortHash(parent)} ${shortHash(target)} -- ${COURSE_PACKAGE}`,
+    `  git worktree add ../pi-course-${chapter.id} ${shortHash(target)}`,
+    "创建练习目录：",
+    `  npm run practice -- ${chapter.id}`,
+  );
+  return lines;
+}
+
+const TUTOR_PROTOCOL = [
+  "1. 先预测：每次运行前，先写下你认为会看到什么（哪条红灯、几项通过）。",
+  "2. 一次只做一个动作：改一处、跑一次、看一眼结果。",
+  "3. 找第一处偏差：只看第一条失败的期望值与实际值，或第一条 tsc 错误的文件和行号。",
+  "4. 按梯子要提示：定位文件 → 指出签名 → 伪代码 → 局部代码，一级不够再要下一级。",
+  "5. 永远不改弱测试：测试是规格；让它变绿的唯一办法是让代码满足它。",
+];
+
+/** 练习目录里的 LEARNING.md：本章卡片、红灯、实践、提示梯子与辅导约定。 */
+export function renderPracticeGuide(chapter: Chapter, history: CourseHistory): string {
+  const commits = history.chapters[chapter.id];
+  const start = chapter.mode === "观察" ? commits?.target : commits?.parent;
+  const out: string[] = [
+    `# 第 ${chapter.id} 章 · ${chapter.title}`,
+    "",
+    chapter.summary,
+    "",
+    `- 模式：${chapter.mode}${chapter.mode === "观察" ? "（本目录就是目标状态：先预测、再运行、再亲手弄坏它）" : "（本目录是起点：没有答案，也没有 git 历史）"}`,
+    `- 取自提交：\`${shortHash(start ?? "")}\`（课程分支 ${COURSE_BRANCH}）`,
+    `- 预计 ${chapter.minutes} 分钟 · 难度 ${chapter.difficulty}`,
+    `- 教学文件：${chapter.teachingFiles.map((file) => `\`${file}\``).join("、")}`,
+    `- 聚焦测试：\`${chapter.focusedTest.path}\`（${chapter.focusedTest.count} 项）`,
+    "",
+    "## 第一次运行",
+    "",
+    "```bash",
+    BUILD_COMMAND,
+    runCommand(chapter, {}),
+    "```",
+    "",
+    ...describeFirstRed(chapter.firstRed),
+    "",
+  ];
+  for (const lab of chapter.labs) {
+    out.push(`## 实践 ${lab.id} · ${lab.title}`, "", `目标：${lab.goal}`, "");
+    out.push(`文件：${lab.files.map((file) => `\`${file}\``).join("、")}`, "");
+    lab.actions.forEach((action, index) => out.push(`${index + 1}. ${action}`));
+    out.push("", "```bash", BUILD_COMMAND);
+    for (const run of lab.runs) out.push(runCommand(chapter, run));
+    out.push("```", "", `预期：${lab.runs.map(expectation).join("，然后 ")}`, "");
+    out.push("提示梯子（卡住时一级一级展开）：", "");
+    for (const level of HINT_LEVELS) {
+      out.push(`<details><summary>${HINT_LEVEL_NAMES[level]}</summary>`, "", lab.hints[level], "", "</details>", "");
+    }
+  }
+  out.push(
+    "## 故障实验",
+    "",
+    `${chapter.fault.title}：完成本章后，照课文临时改动代码，应看到「${chapter.fault.test}」失败。看清失败信息后再改回来。`,
+    "",
+    "## 本章验收",
+    "",
+    ...chapter.acceptance.map((question) => `- ${question}`),
+    "",
+    "## 与导师（人或 AI）一起学的约定",
+    "",
+    "不要直接要完整答案。",
+    "",
+    ...TUTOR_PROTOCOL,
+    "",
+  );
+  return out.join("\n");
+}

@@ -1,0 +1,58 @@
+import { simpleGit, type SimpleGit } from "simple-git";
+
+import { CourseError } from "./errors.js";
+
+/**
+ * 构建课程历史时强制使用的 git 配置。学习者自己的 autocrlf、签名、
+ * 提交编码或 diff 习惯都不能改变我们写出的对象，否则哈希就不再处处相同。
+ */
+const NEUTRAL_CONFIG = [
+  "core.autocrlf=false",
+  "core.safecrlf=false",
+  "core.eol=lf",
+  "commit.gpgSign=false",
+  "i18n.commitEncoding=UTF-8",
+  "apply.whitespace=nowarn",
+  "diff.noprefix=false",
+  "diff.mnemonicPrefix=false",
+  "diff.relative=false",
+  "color.ui=false",
+  "gc.auto=0",
+];
+
+/** 允许传给 git 子进程的 GIT_* 变量；其余 GIT_* 一律不继承。 */
+const ALLOWED_GIT_ENV = [
+  "GIT_INDEX_FILE",
+  "GIT_AUTHOR_NAME",
+  "GIT_AUTHOR_EMAIL",
+  "GIT_AUTHOR_DATE",
+  "GIT_COMMITTER_NAME",
+  "GIT_COMMITTER_EMAIL",
+  "GIT_COMMITTER_DATE",
+];
+
+export interface GitOptions {
+  /** 额外的环境变量，例如临时索引文件或固定的提交身份。 */
+  env?: Record<string, string>;
+}
+
+/** 一个只带最小环境的 simple-git 客户端。 */
+export function gitAt(cwd: string, options: GitOptions = {}): SimpleGit {
+  const env: Record<string, string> = { LANG: "C", LC_ALL: "C" };
+  for (const key of ["PATH", "HOME", "SystemRoot", "TMPDIR", "TEMP", "TMP"]) {
+    const value = process.env[key];
+    if (value !== undefined) env[key] = value;
+  }
+  Object.assign(env, options.env);
+  return simpleGit({ baseDir: cwd, config: NEUTRAL_CONFIG, allowEnvironment: ALLOWED_GIT_ENV }).env(env);
+}
+
+/** 把 simple-git 的错误翻译成课程错误；git 不存在时给出可操作的说明。 */
+export function explainGitFailure(error: unknown, doing: string): CourseError {
+  const message = error instanceof Error ? error.message : String(error);
+  if (/ENOENT|spawn git/i.test(message)) {
+    return new CourseError("GIT_MISSING", "找不到 git 命令：请先安装 git（≥ 2.30）并确认它在 PATH 中");
+  }
+  const firstLine = message.split("\n").find((line) => line.trim() !== "") ?? message;
+  return new CourseError("GIT_FAILED", `${doing}失败：${firstLine.trim()}`);
+}

@@ -1,0 +1,241 @@
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+import type { Chapter } from "./chapters.js";
+import { CourseError } from "./errors.js";
+import { explainGitFailure, gitAt } from "./git.js";
+import { COURSE_BRANCH } from "./paths.js";
+
+/** 改变提交写法时递增：旧缓存随之失效。 */
+const BUILDER_VERSION = "1";
+const IDENTITY = { name: "Pi Course", email: "course@pi-course.invalid" };
+/** 2026-01-01T00:00:00Z：空起点的时间；第 N 章的目标在其后 N+1 天。 */
+const BASE_EPOCH = 1_767_225_600;
+const DAY = 86_400;
+const BASE_MESSAGE = "course: 空白起点";
+
+export interface ChapterCommits {
+  parent: string;
+  target: string;
+  /** 章节内部的中间提交，键是 step id（例如 3.1）。 */
+  steps: Record<string, string>;
+}
+
+export interface CourseHistory {
+  branch: string;
+  base: string;
+  tip: string;
+  chapters: Record<string, ChapterCommits>;
+}
+
+interface CacheFile extends CourseHistory {
+  version: string;
+  key: string;
+}
+
+/** 把课程补丁依次应用成一串提交；同样的课程在任何机器上得到同样的哈希。 */
+export async function ensureHistory(kitRoot: string, chapters: readonly Chapter[]): Promise<CourseHistory> {
+  const git = gitAt(kitRoot);
+  const gitDir = await locateGitDir(kitRoot);
+  const cachePath = path.join(gitDir, "pi-course", "history.json");
+  const key = cacheKey(chapters);
+
+  const cached = readCache(cachePath);
+  const branchTip = await resolveBranch(kitRoot);
+  if (cached && cached.key === key && branchTip === cached.tip) return stripCache(cached);
+
+  if (branchTip !== undefined && branchTip !== cached?.tip && !(await isCourseCommit(kitRoot, branchTip))) {
+    throw new CourseError(
+      "BRANCH_EDITED",
+      `分支 ${COURSE_BRANCH} 上有不是课程生成的提交（${branchTip.slice(0, 8)}），为免覆盖你的工作已停止。` +
+        `如需保留，请先运行 git branch -m ${COURSE_BRANCH} my-course-notes，然后重新运行本命令`,
+    );
+  }
+
+  const history = await buildHistory(kitRoot, chapters);
+  try {
+    await git.raw(["update-ref", `refs/heads/${COURSE_BRANCH}`, history.tip]);
+  } catch (error) {
+    throw explainGitFailure(error, `更新分支 ${COURSE_BRANCH} `);
+  }
+  writeCache(cachePath, { version: BUILDER_VERSION, key, ...history });
+  return history;
+}
+
+/** 不读缓存、不动分支，只在对象库里写出提交。 */
+export async function buildHistory(kitRoot: string, chapters: readonly Chapter[]): Promise<CourseHistory> {
+  const scratch = mkdtempSync(path.join(os.tmpdir(), "pi-course-index-"));
+  try {
+    const git = gitAt(kitRoot, { env: { GIT_INDEX_FILE: path.join(scratch, "index") } });
+    const commit = async (tree: string, parent: string | undefined, message: string, epoch: number) => {
+      const date = `${epoch} +0000`;
+      const args = ["commit-tree", tree, "--no-gpg-sign", "-m", message];
+      if (parent) args.push("-p", parent);
+      const identity = gitAt(kitRoot, {
+        env: {
+          GIT_AUTHOR_NAME: IDENTITY.name,
+          GIT_AUTHOR_EMAIL: IDENTITY.email,
+          GIT_AUTHOR_DATE: date,
+          GIT_COMMITTER_NAME: IDENTITY.name,
+          GIT_COMMITTER_EMAIL: IDENTITY.email,
+          GIT_COMMITTER_DATE: date,
+        },
+      });
+      return (await identity.raw(args)).trim();
+    };
+    const treeAfter = async (startTree: string, patchPath: string, label: string) => {
+      await git.raw(["read-tree", startTree]);
+      try {
+        await git.raw(["apply", "--cached", "--whitespace=nowarn", patchPath]);
+      } catch (error) {
+        throw new CourseError("PATCH_FAILED", `${label} 的补丁无法应用到起点：${firstLine(error)}`);
+      }
+      return (await git.raw(["write-tree"])).trim();
+    };
+
+    await git.raw(["read-tree", "--empty"]);
+    const emptyTree = (await git.raw(["write-tree"])).trim();
+    const base = await commit(emptyTree, undefined, BASE_MESSAGE, BASE_EPOCH);
+
+    const result: CourseHistory = { branch: COURSE_BRANCH, base, tip: base, chapters: {} };
+    let parent = base;
+    let parentTree = emptyTree;
+    for (const [index, chapter] of chapters.entries()) {
+      const dayStart = BASE_EPOCH + (index + 1) * DAY;
+      const steps: Record<string, string> = {};
+      let previous = parent;
+      for (const [stepIndex, step] of chapter.steps.entries()) {
+        const tree = await treeAfter(parentTree, path.join(chapter.dir, step.patch), `lessons/${chapter.dirName}/${step.patch}`);
+        previous = await commit(tree, previous, `course(${chapter.id}/${step.id}): ${step.title}`, dayStart + (stepIndex + 1) * 60);
+        steps[step.id] = previous;
+      }
+      const tree = await treeAfter(parentTree, chapter.patchPath, `lessons/${chapter.dirName}/chapter.patch`);
+      const target = await commit(tree, previous, `course(${chapter.id}): ${chapter.title}`, dayStart + 3_600);
+      result.chapters[chapter.id] = { parent, target, steps };
+      parent = target;
+      parentTree = tree;
+    }
+    result.tip = parent;
+    return result;
+  } catch (error) {
+    if (error instanceof CourseError) throw error;
+    throw explainGitFailure(error, "构建课程历史");
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** 缓存键：构建器版本 + 每章的编号、标题和补丁字节。 */
+export function cacheKey(chapters: readonly Chapter[]): string {
+  const hash = createHash("sha256").update(BUILDER_VERSION);
+  for (const chapter of chapters) {
+    hash.update(`\0${chapter.id}\0${chapter.title}\0`).update(readFileSync(chapter.patchPath));
+    for (const step of chapter.steps) {
+      hash.update(`\0${step.id}\0${step.title}\0`).update(readFileSync(path.join(chapter.dir, step.patch)));
+    }
+  }
+  return hash.digest("hex");
+}
+
+export async function locateGitDir(kitRoot: string): Promise<string> {
+  if (!existsSync(kitRoot)) throw new CourseError("KIT_MISSING", `找不到课程目录 ${kitRoot}`);
+  try {
+    const common = (await gitAt(kitRoot).raw(["rev-parse", "--git-common-dir"])).trim();
+    return path.resolve(kitRoot, common);
+  } catch (error) {
+    const explained = explainGitFailure(error, "定位仓库");
+    if (explained.code === "GIT_MISSING") throw explained;
+    throw new CourseError(
+      "NOT_A_CHECKOUT",
+      `${kitRoot} 不是 git 仓库：课程历史要写进仓库里。请用 git clone 获取课程套件，而不是下载压缩包`,
+    );
+  }
+}
+
+async function resolveBranch(kitRoot: string): Promise<string | undefined> {
+  try {
+    const out = await gitAt(kitRoot).raw(["rev-parse", "--verify", "--quiet", `refs/heads/${COURSE_BRANCH}^{commit}`]);
+    return out.trim() || undefined;
+  } catch {
+    // 分支不存在，或者引用已损坏、指向丢失的对象：没有可保留的东西，重建即可。
+    return undefined;
+  }
+}
+
+/** 课程生成的提交都带固定身份；手工提交不会有。 */
+async function isCourseCommit(kitRoot: string, commit: string): Promise<boolean> {
+  try {
+    const email = await gitAt(kitRoot).raw(["log", "-1", "--format=%ae%n%ce", commit]);
+    return email.trim().split("\n").every((line) => line === IDENTITY.email);
+  } catch {
+    return true;
+  }
+}
+
+function readCache(cachePath: string): CacheFile | undefined {
+  try {
+    const parsed = JSON.parse(readFileSync(cachePath, "utf8")) as CacheFile;
+    return parsed.version === BUILDER_VERSION ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function writeCache(cachePath: string, cache: CacheFile): void {
+  mkdirSync(path.dirname(cachePath), { recursive: true });
+  const temporary = `${cachePath}.${process.pid}.tmp`;
+  writeFileSync(temporary, `${JSON.stringify(cache, null, 2)}\n`);
+  renameSync(temporary, cachePath);
+}
+
+function stripCache(cache: CacheFile): CourseHistory {
+  const { branch, base, tip, chapters } = cache;
+  return { branch, base, tip, chapters };
+}
+
+function firstLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return (message.split("\n").find((line) => line.trim() !== "") ?? message).trim();
+}
+
+export function shortHash(hash: string): string {
+  return hash.slice(0, 8);
+}
+
+/** 把某个课程提交的整棵树写到 dir（dir 必须已存在）；不碰任何工作区和真实索引。 */
+export async function checkoutTree(kitRoot: string, commit: string, dir: string): Promise<void> {
+  const scratch = mkdtempSync(path.join(os.tmpdir(), "pi-course-index-"));
+  try {
+    const git = gitAt(kitRoot, { env: { GIT_INDEX_FILE: path.join(scratch, "index") } });
+    await git.raw(["read-tree", commit]);
+    await git.raw(["checkout-index", "--all", "--force", `--prefix=${dir}${path.sep}`]);
+  } catch (error) {
+    throw explainGitFailure(error, `取出提交 ${shortHash(commit)} 的文件`);
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** 读取某个提交里的一个文件。 */
+export async function readCommittedFile(kitRoot: string, commit: string, file: string): Promise<string> {
+  try {
+    return await gitAt(kitRoot).raw(["cat-file", "blob", `${commit}:${file}`]);
+  } catch (error) {
+    throw explainGitFailure(error, `读取 ${shortHash(commit)}:${file} `);
+  }
+}
+
+/** 某个提交里 prefix 之下的全部文件及其 blob 哈希。 */
+export async function listCommittedFiles(kitRoot: string, commit: string, prefix = ""): Promise<Map<string, string>> {
+  const args = ["ls-tree", "-r", "-z", commit];
+  if (prefix) args.push("--", prefix);
+  const out = await gitAt(kitRoot).raw(args);
+  const files = new Map<string, string>();
+  for (const entry of out.split("\0")) {
+    const match = /^\d+ blob ([0-9a-f]+)\t(.+)$/s.exec(entry);
+    if (match?.[1] && match[2]) files.set(match[2], match[1]);
+  }
+  return files;
+}

@@ -1,0 +1,112 @@
+import type { Chapter } from "./chapters.js";
+
+/** 课文必需的二级标题（按顺序）；实践标题按章节元数据另行检查。 */
+export const REQUIRED_SECTIONS = ["本章重建入口", "故障实验", "Pi 源码对照", "本章验收", "小结"] as const;
+export const CARD_FIELDS = [
+  "模式",
+  "起点",
+  "目标",
+  "教学文件",
+  "第一次红灯",
+  "聚焦测试",
+  "定位命令",
+  "练习目录",
+  "聚焦运行",
+  "通过证据",
+] as const;
+
+const CITED_HASH = (field: "起点" | "目标") => new RegExp(`^(- \\*\\*${field}\\*\\*：\`)([0-9a-f]{7,40})(\`)`, "m");
+
+export interface CitedHashes {
+  start?: string;
+  target?: string;
+}
+
+export function citedHashes(lesson: string): CitedHashes {
+  const cited: CitedHashes = {};
+  const start = CITED_HASH("起点").exec(lesson)?.[2];
+  const target = CITED_HASH("目标").exec(lesson)?.[2];
+  if (start) cited.start = start;
+  if (target) cited.target = target;
+  return cited;
+}
+
+/** 把卡片上的起点 / 目标改成新的短哈希；其余文字一个字节都不动。 */
+export function restampHashes(lesson: string, start: string, target: string): string {
+  return lesson
+    .replace(CITED_HASH("起点"), (_all, head: string, _old: string, tail: string) => `${head}${start}${tail}`)
+    .replace(CITED_HASH("目标"), (_all, head: string, _old: string, tail: string) => `${head}${target}${tail}`);
+}
+
+/** 课文的 `## 标题` 列表。 */
+export function sectionTitles(lesson: string): string[] {
+  return [...lesson.matchAll(/^## (.+)$/gm)].map((match) => (match[1] ?? "").trim());
+}
+
+/** 代码块里以 npm / node 开头的命令行。 */
+export function lessonCommands(lesson: string): string[] {
+  const commands: string[] = [];
+  let inFence = false;
+  let shellFence = false;
+  for (const line of lesson.split("\n")) {
+    const fence = /^```(\S*)/.exec(line);
+    if (fence) {
+      shellFence = !inFence && ["bash", "sh", "shell", "console", ""].includes(fence[1] ?? "");
+      inFence = !inFence;
+      continue;
+    }
+    if (inFence && shellFence && /^\s*(npm|node)\s/.test(line)) commands.push(line.trim());
+  }
+  return commands;
+}
+
+/** 逐条检查课文：必需小节、卡片字段、实践标题、命令是否被套件接受。返回问题清单。 */
+export function lintLesson(lesson: string, chapter: Chapter, chapters: readonly Chapter[], kitScripts: readonly string[]): string[] {
+  const problems: string[] = [];
+  const titles = sectionTitles(lesson);
+  let cursor = -1;
+  for (const required of REQUIRED_SECTIONS) {
+    const at = titles.findIndex((title) => title.startsWith(required));
+    if (at < 0) problems.push(`缺少小节「## ${required}」`);
+    else if (at < cursor) problems.push(`小节「## ${required}」顺序不对`);
+    else cursor = at;
+  }
+  for (const lab of chapter.labs) {
+    if (!titles.some((title) => title.startsWith(`实践 ${lab.id} `) || title === `实践 ${lab.id}`)) {
+      problems.push(`缺少实践小节「## 实践 ${lab.id} · …」`);
+    }
+  }
+  for (const field of CARD_FIELDS) {
+    if (!new RegExp(`^- \\*\\*${field}\\*\\*：`, "m").test(lesson)) problems.push(`本章重建入口缺少「${field}」一行`);
+  }
+  for (const command of lessonCommands(lesson)) {
+    const problem = checkCommand(command, chapters, kitScripts);
+    if (problem) problems.push(`命令 \`${command}\`：${problem}`);
+  }
+  return problems;
+}
+
+const COURSE_SCRIPTS = ["build", "checkpoint", "practice"];
+
+/** 套件接受的命令形状；返回 undefined 表示没问题。 */
+export function checkCommand(command: string, chapters: readonly Chapter[], kitScripts: readonly string[]): string | undefined {
+  const words = command.split(/\s+/);
+  if (words[0] === "npm") {
+    if (command === "npm ci" || command === "npm test" || command === "npm start") return undefined;
+    const run = /^npm run ([\w:-]+)(?: -w @pi\/course)?(?: -- (.*))?$/.exec(command);
+    if (!run) return "不是 npm ci / npm test / npm run <脚本> 的形式";
+    const [, script = "", args] = run;
+    const workspace = command.includes("-w @pi/course");
+    const known = workspace ? COURSE_SCRIPTS : kitScripts;
+    if (!known.includes(script)) return `没有名为 ${script} 的脚本`;
+    const chapterArg = args?.split(/\s+/)[0];
+    if (chapterArg && /^\d+$/.test(chapterArg) && !chapters.some((c) => c.id === chapterArg.padStart(2, "0"))) {
+      return `没有第 ${chapterArg} 章`;
+    }
+    return undefined;
+  }
+  const test = /^node --test(?: --test-name-pattern="([^"]+)")? packages\/pi-course\/dist\/test\/(\d{2})-\*\.test\.js$/.exec(command);
+  if (!test) return "node 命令只接受 node --test [--test-name-pattern=\"…\"] packages/pi-course/dist/test/NN-*.test.js";
+  if (!chapters.some((c) => c.id === test[2])) return `没有第 ${test[2]} 章的测试`;
+  return undefined;
+}

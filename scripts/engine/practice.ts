@@ -1,0 +1,169 @@
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  realpathSync,
+  renameSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import path from "node:path";
+
+import { renderPracticeGuide } from "./card.js";
+import type { Chapter } from "./chapters.js";
+import { CourseError, usageError } from "./errors.js";
+import { checkoutTree, readCommittedFile, type CourseHistory } from "./history.js";
+import { isInside } from "./paths.js";
+
+export const PRACTICE_MARKER = ".pi-course-practice.json";
+export const GUIDE_FILE = "LEARNING.md";
+
+export interface PracticeMarker {
+  chapter: string;
+  slug: string;
+  /** 练习目录取自哪个提交：重建章是起点，观察章是目标。 */
+  start: string;
+  kitRoot: string;
+}
+
+export interface PracticeResult {
+  dir: string;
+  start: string;
+}
+
+/** 默认练习目录：课程套件旁边的 pi-practice-NN。 */
+export function defaultPracticeDir(kitRoot: string, chapter: Chapter): string {
+  return path.join(path.dirname(kitRoot), `pi-practice-${chapter.id}`);
+}
+
+/** 练习目录从哪个提交开始：观察章在目标上观察，重建章从起点动手。 */
+export function practiceStart(chapter: Chapter, history: CourseHistory): string {
+  const commits = history.chapters[chapter.id];
+  if (!commits) throw new CourseError("HISTORY_STALE", `课程历史里没有第 ${chapter.id} 章`);
+  return chapter.mode === "观察" ? commits.target : commits.parent;
+}
+
+/**
+ * 生成一个隔离的练习目录：起点的代码、本章的聚焦测试、脚手架、LEARNING.md，
+ * 以及指向套件依赖的 node_modules。先在同级临时目录里做完，再一次性改名，
+ * 所以中途失败或被打断都不会留下半成品，也不会碰到已有的文件。
+ */
+export async function createPractice(options: {
+  kitRoot: string;
+  chapter: Chapter;
+  history: CourseHistory;
+  dir: string;
+}): Promise<PracticeResult> {
+  const { kitRoot, chapter, history } = options;
+  const dir = path.resolve(options.dir);
+  checkDestination(kitRoot, dir);
+
+  const parentDir = path.dirname(dir);
+  mkdirSync(parentDir, { recursive: true });
+  const staging = path.join(parentDir, `.${path.basename(dir)}.partial-${process.pid}-${Date.now()}`);
+  mkdirSync(staging);
+  const cleanUp = () => rmSync(staging, { recursive: true, force: true });
+  const onSignal = (signal: NodeJS.Signals) => {
+    cleanUp();
+    process.exit(signal === "SIGINT" ? 130 : 143);
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  try {
+    const start = practiceStart(chapter, history);
+    await fillPractice(kitRoot, chapter, history, start, staging);
+    await pauseForTests();
+    if (existsSync(dir)) rmdirSync(dir); // 只可能是空目录：checkDestination 已拒绝非空目录
+    renameSync(staging, dir);
+    return { dir, start };
+  } catch (error) {
+    cleanUp();
+    throw error;
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+}
+
+function checkDestination(kitRoot: string, dir: string): void {
+  const kit = realpathSync(kitRoot);
+  if (isInside(kit, nearestExisting(dir))) {
+    throw usageError(
+      "PRACTICE_INSIDE_KIT",
+      `练习目录 ${dir} 位于课程套件之内：那里的模块解析会找到最终答案。请换到套件之外，例如 ${defaultHint(kitRoot)}`,
+    );
+  }
+  if (!existsSync(dir)) return;
+  if (!statSync(dir).isDirectory()) {
+    throw usageError("PRACTICE_NOT_DIR", `${dir} 已存在且不是目录；请换一个练习目录`);
+  }
+  if (readdirSync(dir).length > 0) {
+    throw usageError("PRACTICE_NOT_EMPTY", `${dir} 已存在且不是空目录；为免覆盖你的文件，请换一个目录或先自行清理`);
+  }
+}
+
+function defaultHint(kitRoot: string): string {
+  return path.join(path.dirname(kitRoot), "pi-practice-03");
+}
+
+/** 沿父目录找到第一个存在的路径并取真实路径，这样符号链接也骗不过“在套件内”的检查。 */
+function nearestExisting(target: string): string {
+  let current = target;
+  while (!existsSync(current)) current = path.dirname(current);
+  const rest = path.relative(current, target);
+  return path.join(realpathSync(current), rest);
+}
+
+async function fillPractice(
+  kitRoot: string,
+  chapter: Chapter,
+  history: CourseHistory,
+  start: string,
+  dir: string,
+): Promise<void> {
+  await checkoutTree(kitRoot, start, dir);
+  const commits = history.chapters[chapter.id];
+  if (chapter.mode === "重建" && commits) {
+    const focused = await readCommittedFile(kitRoot, commits.target, chapter.focusedTest.path);
+    writeProjectFile(dir, chapter.focusedTest.path, focused);
+  }
+  if (chapter.starterDir) cpSync(chapter.starterDir, dir, { recursive: true });
+  writeFileSync(path.join(dir, GUIDE_FILE), renderPracticeGuide(chapter, history));
+  const marker: PracticeMarker = { chapter: chapter.id, slug: chapter.slug, start, kitRoot };
+  writeFileSync(path.join(dir, PRACTICE_MARKER), `${JSON.stringify(marker, null, 2)}\n`);
+  linkDependencies(kitRoot, dir);
+}
+
+function writeProjectFile(root: string, file: string, content: string): void {
+  const target = path.join(root, file);
+  mkdirSync(path.dirname(target), { recursive: true });
+  writeFileSync(target, content);
+}
+
+/**
+ * 逐项链接套件已安装的依赖，唯独跳过 @pi：那里链接着套件里的最终答案，
+ * 练习目录里任何 import 都不该解析到它。
+ */
+export function linkDependencies(kitRoot: string, dir: string): void {
+  const source = path.join(kitRoot, "node_modules");
+  if (!existsSync(source)) {
+    throw new CourseError("NOT_INSTALLED", "课程套件还没有安装依赖：请先在套件根目录运行 npm ci");
+  }
+  const target = path.join(dir, "node_modules");
+  mkdirSync(target);
+  for (const entry of readdirSync(source)) {
+    if (entry === "@pi" || entry.startsWith(".package-lock")) continue;
+    symlinkSync(path.join(source, entry), path.join(target, entry), "junction");
+  }
+}
+
+/** 自检用的测试缝：让“中途被打断”可以被稳定地复现。 */
+async function pauseForTests(): Promise<void> {
+  if (process.env.PI_COURSE_TEST_PAUSE_BEFORE_RENAME !== "1") return;
+  process.stderr.write("pause-before-rename\n");
+  await new Promise(() => setInterval(() => {}, 1_000));
+}

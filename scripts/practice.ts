@@ -1,0 +1,51 @@
+import path from "node:path";
+import { parseArgs } from "node:util";
+
+import { BUILD_COMMAND, runCommand as focusedRun } from "./engine/card.js";
+import { paint, runCommand, userCwd } from "./engine/cli.js";
+import { openChapter } from "./engine/course.js";
+import { usageError } from "./engine/errors.js";
+import { KIT_ROOT } from "./engine/paths.js";
+import { createPractice, defaultPracticeDir } from "./engine/practice.js";
+import { describeFirstRed } from "./engine/card.js";
+import { shortHash } from "./engine/history.js";
+
+const HELP = `用法：npm run practice -- <章节> [目录]
+
+从本章起点创建一个隔离的练习目录：起点代码、本章聚焦测试、LEARNING.md，
+没有答案，也没有 git 历史；依赖链接到课程套件，不需要 npm install。
+目录默认是套件旁边的 ../pi-practice-NN，必须在套件之外，且不存在或为空。
+
+  --help   显示本说明`;
+
+await runCommand(async () => {
+  const { values, positionals } = parseCommandLine();
+  if (values.help) {
+    console.log(HELP);
+    return;
+  }
+  if (positionals.length > 2) throw usageError("TOO_MANY_ARGS", `最多两个参数（章节、目录），收到了：${positionals.join(" ")}`);
+  const [chapterInput, dirInput] = positionals;
+  if (dirInput !== undefined && dirInput.trim() === "") throw usageError("DIR_EMPTY", "练习目录参数是空字符串；省略它即可使用默认目录");
+  const { chapter, history } = await openChapter(chapterInput);
+  const dir = dirInput === undefined ? defaultPracticeDir(KIT_ROOT, chapter) : path.resolve(userCwd(), dirInput);
+  const { start } = await createPractice({ kitRoot: KIT_ROOT, chapter, history, dir });
+
+  console.log(paint("green", `已创建第 ${chapter.id} 章练习目录：${dir}`));
+  console.log(`取自提交 ${shortHash(start)}（${chapter.mode === "观察" ? "目标，观察章" : "起点"}）。先读 LEARNING.md，再运行：`);
+  console.log("");
+  console.log(`  cd ${path.relative(userCwd(), dir) || "."}`);
+  console.log(`  ${BUILD_COMMAND}`);
+  console.log(`  ${focusedRun(chapter, {})}`);
+  console.log("");
+  console.log("第一次运行应当看到：");
+  for (const line of describeFirstRed(chapter.firstRed)) console.log(`  ${line}`);
+});
+
+function parseCommandLine() {
+  try {
+    return parseArgs({ allowPositionals: true, options: { help: { type: "boolean", short: "h" } } });
+  } catch (error) {
+    throw usageError("BAD_ARGS", `无法识别的参数：${(error as Error).message}。用 --help 查看用法`);
+  }
+}
