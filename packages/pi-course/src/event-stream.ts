@@ -80,6 +80,7 @@ export class AssistantMessageEventStream
   extends EventStream<ModelEvent, AssistantMessage>
   implements ModelStream
 {
+  // 通用流只需知道两件事：哪些事件是终态，终态里哪条消息是结果。
   constructor() {
     super(isTerminalEvent, finalMessageOf);
   }

@@ -45,6 +45,7 @@ export interface SystemMessage {
 
 export interface UserMessage {
   role: "user";
+  /** 用户只能说话，不能调用工具，所以这里只有文本块。 */
   content: TextContent[];
   timestamp: number;
 }
@@ -53,29 +54,37 @@ export interface AssistantMessage {
   role: "assistant";
   /** 文字与工具调用按模型产生的先后排列，保存时不能重排。 */
   content: AssistantContent[];
+  /** 哪个 Provider 的哪个模型说的：重放和计费都要靠它。 */
   provider: string;
   model: string;
   usage: Usage;
   stopReason: StopReason;
+  /** 只在 error / aborted 时携带，说明失败原因。 */
   errorMessage?: string;
+  /** 生成结束的时刻。 */
   timestamp: number;
 }
 
 export interface ToolResultMessage<TDetails = unknown> {
   role: "toolResult";
+  /** 与 ToolCall.id 相同：把结果配回它回答的那次请求。 */
   toolCallId: string;
+  /** 方便人读；真正的配对键是 toolCallId。 */
   toolName: string;
   content: TextContent[];
-  details?: TDetails;
+  /** 工具失败也是一条结果：模型要看到错误，才能换个办法。 */
   isError: boolean;
+  /** 给程序看的结构化附加信息，不会发给模型。 */
+  details?: TDetails;
   timestamp: number;
 }
 
+/** transcript 里的每一项：先看 role，才能读该角色独有的字段。 */
 export type AgentMessage =
-  | SystemMessage
-  | UserMessage
-  | AssistantMessage
-  | ToolResultMessage;
+  | SystemMessage // Agent 的指令
+  | UserMessage // 用户的请求
+  | AssistantMessage // 模型的说明与工具请求
+  | ToolResultMessage; // 环境执行工具后的结果
 
 /** 一次模型调用看到的输入：按发生顺序排好的 transcript，指令也在其中。 */
 export interface AgentContext {
@@ -94,10 +103,15 @@ export type ErrorReason = Extract<StopReason, "error" | "aborted">;
  * done 与 error 是两条终态路径，都交出最终要保存的那条消息。
  */
 export type ModelEvent =
+  // 生成开始：partial 还没有任何 content。
   | { type: "start"; partial: AssistantMessage }
+  // contentIndex 指向 partial.content 里正在增长的那个槽位。
   | { type: "text_delta"; contentIndex: number; delta: string; partial: AssistantMessage }
+  // 参数片段先进 rawArguments，此时 arguments 还不可信。
   | { type: "toolcall_delta"; contentIndex: number; delta: string; partial: AssistantMessage }
+  // 片段凑齐，槽位收束成结构化的 ToolCall（能否执行由第 06 章判断）。
   | { type: "toolcall_end"; contentIndex: number; toolCall: ToolCall; partial: AssistantMessage }
+  // 两条终态路径：都交出最终要保存的那条消息。
   | { type: "done"; reason: DoneReason; message: AssistantMessage }
   | { type: "error"; reason: ErrorReason; error: AssistantMessage };
 
@@ -119,12 +133,14 @@ export interface Model {
 
 // ── 构造函数 ────────────────────────────────────────────────────
 
+/** 最常用的默认值集中在这几个构造函数里，调用方不必重复写对象字面量。 */
 export function text(value: string): TextContent {
-  return { type: "text", text: value };
+  const block: TextContent = { type: "text", text: value };
+  return block;
 }
 
-export function userMessage(value: string): UserMessage {
-  return { role: "user", content: [text(value)], timestamp: Date.now() };
+export function userMessage(value: string, timestamp = Date.now()): UserMessage {
+  return { role: "user", content: [text(value)], timestamp };
 }
 
 /** 测试可以用 overrides 固定 provider、model、usage、errorMessage 或时间。 */
@@ -206,6 +222,7 @@ export function currentSystemPrompt(
  * 工具调用被略过，但原消息的 content 保持完整。
  */
 export function textOf(message: AgentMessage): string {
+  // system 消息没有 content 数组，它的文字就是渲染后的 prompt。
   if (message.role === "system") return systemMessageText(message);
   const texts: string[] = [];
   for (const block of message.content) {
