@@ -2,9 +2,13 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 
 import { openEditWorktree, exportCourse } from "./engine/authoring.js";
-import { loadChapters } from "./engine/chapters.js";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+
+import { findChapter, loadChapters } from "./engine/chapters.js";
+import { selfCheckChapter } from "./engine/selfcheck.js";
 import { paint, runCommand, userCwd } from "./engine/cli.js";
-import { usageError } from "./engine/errors.js";
+import { CourseError, usageError } from "./engine/errors.js";
 import { ensureHistory, shortHash } from "./engine/history.js";
 import { EDIT_BRANCH, KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
 
@@ -18,6 +22,7 @@ const HELP = `用法：npm run course -- <子命令>
   export [--from 修订]
                      把编辑分支（默认 ${EDIT_BRANCH}）写回 lessons/*/chapter.patch 与步骤补丁，
                      重建历史、重新给课文盖哈希，并同步 packages/pi-course
+  check [章节…]      对指定章节（默认全部）逐条运行课程自检，任何承诺被打破时以非零状态退出
   --help             显示本说明`;
 
 await runCommand(async () => {
@@ -54,7 +59,29 @@ await runCommand(async () => {
     console.log(`课程历史末端：${shortHash(summary.history.tip)}；课文哈希与 packages/pi-course 已同步`);
     return;
   }
-  throw usageError("UNKNOWN_SUBCOMMAND", `未知子命令「${sub}」；可用：history、edit、export`);
+  if (sub === "check") {
+    const chapters = loadChapters(LESSONS_DIR);
+    const selected = rest.length === 0 ? chapters : rest.map((input) => findChapter(chapters, input));
+    const history = await ensureHistory(KIT_ROOT, chapters);
+    const work = mkdtempSync(path.join(os.tmpdir(), "pi-course-check-"));
+    let broken = 0;
+    try {
+      for (const chapter of selected) {
+        for (const report of await selfCheckChapter({ kitRoot: KIT_ROOT, chapters, history, workRoot: work }, chapter)) {
+          const ok = report.problems.length === 0;
+          if (!ok) broken++;
+          console.log(`${ok ? paint("green", "✓") : paint("red", "✗")} 第 ${chapter.id} 章 · 承诺 ${report.promise}`);
+          for (const problem of report.problems) console.log(`    ${problem}`);
+        }
+      }
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+    if (broken > 0) throw new CourseError("SELF_CHECK_FAILED", `课程自检发现 ${broken} 条承诺被打破（见上）`);
+    console.log(paint("green", `课程自检通过：${selected.map((chapter) => chapter.id).join("、")}`));
+    return;
+  }
+  throw usageError("UNKNOWN_SUBCOMMAND", `未知子命令「${sub}」；可用：history、edit、export、check`);
 });
 
 function parseCommandLine() {

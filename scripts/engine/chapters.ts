@@ -128,8 +128,14 @@ export function loadChapters(lessonsDir: string): Chapter[] {
     .filter((entry) => entry.isDirectory() && DIR_PATTERN.test(entry.name))
     .map((entry) => entry.name)
     .sort();
+  dirs.forEach((name, index) => {
+    const expected = String(index).padStart(2, "0");
+    if (!name.startsWith(`${expected}-`)) {
+      throw new CourseError("CHAPTER_INVALID", `lessons/${name}：章节编号不连续，这里应当是第 ${expected} 章`);
+    }
+  });
   const chapters = dirs.map((name) => loadChapter(path.join(lessonsDir, name)));
-  checkSequence(chapters);
+  checkPrerequisites(chapters);
   return chapters;
 }
 
@@ -168,21 +174,14 @@ function loadChapter(dir: string): Chapter {
   return chapter;
 }
 
-function checkSequence(chapters: Chapter[]): void {
-  chapters.forEach((chapter, index) => {
-    const expected = String(index).padStart(2, "0");
-    if (chapter.id !== expected) {
-      throw new CourseError(
-        "CHAPTER_INVALID",
-        `lessons/${chapter.dirName}：章节编号不连续，这里应当是第 ${expected} 章`,
-      );
-    }
+function checkPrerequisites(chapters: Chapter[]): void {
+  for (const chapter of chapters) {
     for (const prerequisite of chapter.prerequisites) {
       if (!(prerequisite < chapter.id)) {
         fail(`lessons/${chapter.dirName}/${METADATA_FILE}`, "prerequisites", `${prerequisite} 不是更早的章节`);
       }
     }
-  });
+  }
 }
 
 /** 接受 3、03、message-ir、03-message-ir；认不出时列出全部合法章节。 */

@@ -1,0 +1,309 @@
+import { createRequire } from "node:module";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+
+import { focusedGlob } from "./card.js";
+import type { Chapter, TestRun } from "./chapters.js";
+import { checkoutTree, listCommittedFiles, readCommittedFile, shortHash, type CourseHistory } from "./history.js";
+import { citedHashes, lintLesson } from "./lesson.js";
+import { COURSE_PACKAGE } from "./paths.js";
+import { createPractice, GUIDE_FILE, linkDependencies, PRACTICE_MARKER } from "./practice.js";
+import { buildProject, compiledTestPath, failureMentions, runTests, type TestReport } from "./runner.js";
+
+/**
+ * 课程自检：DESIGN §4 的每一条承诺都对应这里的一个函数。
+ * 每个函数返回问题清单，空清单表示这一章守住了这条承诺。
+ */
+export interface SelfCheckContext {
+  kitRoot: string;
+  chapters: readonly Chapter[];
+  history: CourseHistory;
+  /** 存放临时项目的目录，必须在套件之外。 */
+  workRoot: string;
+}
+
+export const PROMISES = {
+  history: "1 历史与课文哈希一致",
+  red: "2 练习目录因声明的原因变红",
+  target: "3 目标构建干净、聚焦测试与每个实践的计数准确",
+  earlier: "4 目标上更早章节的测试仍然通过",
+  fault: "5 故障实验让指定测试按声明失败",
+  purity: "6 练习目录纯净",
+  lesson: "7 课文结构与命令合规",
+  steps: "章节内部步骤按声明通过",
+} as const;
+
+// ── 承诺 1 ──────────────────────────────────────────────────────
+
+export function checkCitedHashes(ctx: SelfCheckContext, chapter: Chapter): string[] {
+  const commits = ctx.history.chapters[chapter.id];
+  if (!commits) return [`课程历史里没有第 ${chapter.id} 章`];
+  const cited = citedHashes(readFileSync(chapter.lessonPath, "utf8"));
+  const problems: string[] = [];
+  const compare = (label: string, citedHash: string | undefined, actual: string) => {
+    if (citedHash === undefined) problems.push(`课文没有引用${label}哈希`);
+    else if (!actual.startsWith(citedHash)) {
+      problems.push(`课文引用的${label} ${citedHash} 已过期，实际是 ${shortHash(actual)}（运行 npm run course -- export 重新盖章）`);
+    }
+  };
+  compare("起点", cited.start, commits.parent);
+  compare("目标", cited.target, commits.target);
+  return problems;
+}
+
+/** 套件里的 packages/pi-course 必须与历史末端逐文件一致。 */
+export async function checkTipMatchesPackage(ctx: SelfCheckContext): Promise<string[]> {
+  const committed = await listCommittedFiles(ctx.kitRoot, ctx.history.tip, COURSE_PACKAGE);
+  const onDisk = listFiles(path.join(ctx.kitRoot, COURSE_PACKAGE), COURSE_PACKAGE);
+  const problems: string[] = [];
+  for (const file of onDisk) if (!committed.has(file)) problems.push(`${file} 不在课程历史末端里`);
+  for (const [file] of committed) {
+    const full = path.join(ctx.kitRoot, file);
+    if (!existsSync(full)) problems.push(`${file} 在历史末端里，但套件中缺失`);
+    else if (readFileSync(full, "utf8") !== (await readCommittedFile(ctx.kitRoot, ctx.history.tip, file))) {
+      problems.push(`${file} 与历史末端的内容不同（运行 npm run course -- export 同步）`);
+    }
+  }
+  return problems;
+}
+
+function listFiles(dir: string, prefix: string): string[] {
+  const files: string[] = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (entry.name === "dist" || entry.name === "node_modules") continue;
+    const relative = `${prefix}/${entry.name}`;
+    if (entry.isDirectory()) files.push(...listFiles(path.join(dir, entry.name), relative));
+    else files.push(relative);
+  }
+  return files;
+}
+
+// ── 承诺 2 与 6：练习目录 ────────────────────────────────────────
+
+export async function makePracticeDir(ctx: SelfCheckContext, chapter: Chapter, name = `practice-${chapter.id}`): Promise<string> {
+  const dir = path.join(ctx.workRoot, name);
+  await createPractice({ kitRoot: ctx.kitRoot, chapter, history: ctx.history, dir });
+  return dir;
+}
+
+export async function checkFirstRed(chapter: Chapter, practiceDir: string): Promise<string[]> {
+  const build = await buildProject(practiceDir);
+  const red = chapter.firstRed;
+  if (red.kind === "tsc") {
+    const problems: string[] = [];
+    const unmatched = [...build.errors];
+    for (const expected of red.errors) {
+      const at = unmatched.findIndex(
+        (error) => error.code === expected.code && error.file === expected.file && error.message.includes(expected.includes),
+      );
+      if (at < 0) problems.push(`缺少声明的 tsc 错误 ${expected.code} ${expected.file}（…${expected.includes}…）`);
+      else unmatched.splice(at, 1);
+    }
+    for (const extra of unmatched) problems.push(`多出未声明的 tsc 错误 ${extra.code} ${extra.file}:${extra.line}：${extra.message}`);
+    return problems;
+  }
+  if (!build.ok) return [`起点应当能编译，却有 tsc 错误：${describeBuild(build.errors)}`];
+  const report = await runTests([compiledTestPath(practiceDir, chapter.focusedTest.path)]);
+  if (red.kind === "none") return expectCounts(report, { expect: { pass: chapter.focusedTest.count, total: chapter.focusedTest.count } }, "观察章的练习目录");
+  const problems: string[] = [];
+  const declared = new Set(red.failures.map((failure) => failure.test));
+  for (const failure of red.failures) {
+    const outcome = report.tests.find((test) => test.name === failure.test);
+    if (!outcome) problems.push(`声明会失败的测试「${failure.test}」没有运行`);
+    else if (outcome.ok) problems.push(`测试「${failure.test}」在起点就通过了，应当失败`);
+    else if (!failureMentions(outcome, failure.includes)) {
+      problems.push(`测试「${failure.test}」失败了，但信息里没有「${failure.includes}」：${outcome.message ?? ""}`);
+    }
+  }
+  for (const outcome of report.tests) {
+    if (!outcome.ok && !declared.has(outcome.name)) problems.push(`未声明的失败「${outcome.name}」：${outcome.message ?? ""}`);
+  }
+  return problems;
+}
+
+export async function checkPurity(ctx: SelfCheckContext, chapter: Chapter, practiceDir: string): Promise<string[]> {
+  const problems: string[] = [];
+  if (existsSync(path.join(practiceDir, ".git"))) problems.push("练习目录里有 .git");
+  for (const file of [GUIDE_FILE, PRACTICE_MARKER]) {
+    if (!existsSync(path.join(practiceDir, file))) problems.push(`练习目录缺少 ${file}`);
+  }
+  const testDir = path.join(practiceDir, COURSE_PACKAGE, "test");
+  const tests = existsSync(testDir) ? readdirSync(testDir) : [];
+  for (const file of tests) {
+    const id = /^(\d{2})-/.exec(file)?.[1];
+    if (id === undefined || id > chapter.id) problems.push(`练习目录里出现了不属于本章或更早章节的测试 ${file}`);
+  }
+  if (!tests.includes(path.basename(chapter.focusedTest.path))) problems.push("练习目录缺少本章聚焦测试");
+
+  const commits = ctx.history.chapters[chapter.id];
+  const start = chapter.mode === "观察" ? commits?.target : commits?.parent;
+  if (start) {
+    const startFiles = await listCommittedFiles(ctx.kitRoot, start);
+    for (const file of chapter.teachingFiles) {
+      const practiceFile = path.join(practiceDir, file);
+      const starterFile = chapter.starterDir ? path.join(chapter.starterDir, file) : undefined;
+      const expected = starterFile && existsSync(starterFile)
+        ? readFileSync(starterFile, "utf8")
+        : startFiles.has(file)
+          ? await readCommittedFile(ctx.kitRoot, start, file)
+          : undefined;
+      const actual = existsSync(practiceFile) ? readFileSync(practiceFile, "utf8") : undefined;
+      if (actual !== expected) problems.push(`教学文件 ${file} 不是起点（或脚手架）的版本`);
+    }
+  }
+  if (existsSync(path.join(practiceDir, "node_modules", "@pi"))) problems.push("练习目录的 node_modules 里有 @pi（会解析到最终答案）");
+  try {
+    createRequire(path.join(practiceDir, "package.json")).resolve("@pi/course/package.json");
+    problems.push("练习目录里的 @pi/course 可以被解析到");
+  } catch {
+    // 解析失败正是我们要的：练习目录看不到套件里的答案。
+  }
+  return problems;
+}
+
+// ── 承诺 3、4：目标 ─────────────────────────────────────────────
+
+/** 把某个提交取到一个新目录，并链接依赖。 */
+export async function materialise(ctx: SelfCheckContext, commit: string, name: string): Promise<string> {
+  const dir = path.join(ctx.workRoot, name);
+  mkdirSync(dir, { recursive: true });
+  await checkoutTree(ctx.kitRoot, commit, dir);
+  linkDependencies(ctx.kitRoot, dir);
+  return dir;
+}
+
+export async function checkTarget(chapter: Chapter, dir: string): Promise<string[]> {
+  const build = await buildProject(dir);
+  if (!build.ok) return [`目标编译失败：${describeBuild(build.errors)}`];
+  const focused = compiledTestPath(dir, chapter.focusedTest.path);
+  const count = chapter.focusedTest.count;
+  const problems = expectCounts(await runTests([focused]), { expect: { pass: count, total: count } }, "聚焦测试");
+  for (const lab of chapter.labs) {
+    for (const run of lab.runs) problems.push(...expectCounts(await runTests([focused], patternOf(run)), run, `实践 ${lab.id}`));
+  }
+  return problems;
+}
+
+export async function checkEarlierChapters(ctx: SelfCheckContext, chapter: Chapter, dir: string): Promise<string[]> {
+  const earlier = ctx.chapters.filter((other) => other.id < chapter.id);
+  if (earlier.length === 0) return [];
+  const build = await buildProject(dir);
+  if (!build.ok) return [`目标编译失败：${describeBuild(build.errors)}`];
+  const report = await runTests(earlier.map((other) => compiledTestPath(dir, other.focusedTest.path)));
+  const problems = report.tests.filter((test) => !test.ok).map((test) => `更早章节的测试失败「${test.name}」：${test.message ?? ""}`);
+  for (const other of earlier) {
+    const ran = report.tests.filter((test) => test.file === compiledTestPath(dir, other.focusedTest.path)).length;
+    if (ran !== other.focusedTest.count) problems.push(`第 ${other.id} 章的测试应有 ${other.focusedTest.count} 项，实际运行 ${ran} 项`);
+  }
+  return problems;
+}
+
+export async function checkStep(chapter: Chapter, stepId: string, dir: string): Promise<string[]> {
+  const step = chapter.steps.find((candidate) => candidate.id === stepId);
+  if (!step) return [`没有步骤 ${stepId}`];
+  const build = await buildProject(dir);
+  if (!build.ok) return [`步骤 ${stepId} 编译失败：${describeBuild(build.errors)}`];
+  const focused = compiledTestPath(dir, chapter.focusedTest.path);
+  const problems: string[] = [];
+  for (const run of step.runs) problems.push(...expectCounts(await runTests([focused], patternOf(run)), run, `步骤 ${stepId}`));
+  return problems;
+}
+
+// ── 承诺 5：故障实验 ────────────────────────────────────────────
+
+export async function checkFault(chapter: Chapter, dir: string): Promise<string[]> {
+  const problems: string[] = [];
+  for (const mutation of chapter.fault.mutations) {
+    const file = path.join(dir, mutation.file);
+    if (!existsSync(file)) {
+      problems.push(`故障实验要改的文件 ${mutation.file} 不存在`);
+      continue;
+    }
+    const source = readFileSync(file, "utf8");
+    const occurrences = source.split(mutation.find).length - 1;
+    if (occurrences !== 1) {
+      problems.push(`故障实验的原文在 ${mutation.file} 里出现 ${occurrences} 次，应当恰好 1 次`);
+      continue;
+    }
+    writeFileSync(file, source.replace(mutation.find, () => mutation.replace));
+  }
+  if (problems.length > 0) return problems;
+  await buildProject(dir); // 变异后的代码可以有类型错误；测试照样按编译出的 JS 运行
+  const report = await runTests([compiledTestPath(dir, chapter.focusedTest.path)]);
+  const outcome = report.tests.find((test) => test.name === chapter.fault.test);
+  if (!outcome) return [`故障实验点名的测试「${chapter.fault.test}」没有运行`];
+  if (outcome.ok) return [`故障实验之后「${chapter.fault.test}」仍然通过`];
+  return chapter.fault.includes
+    .filter((fragment) => !failureMentions(outcome, fragment))
+    .map((fragment) => `「${chapter.fault.test}」失败了，但信息里没有「${fragment}」：${outcome.message ?? ""}`);
+}
+
+// ── 承诺 7：课文 ────────────────────────────────────────────────
+
+export function checkLesson(ctx: SelfCheckContext, chapter: Chapter): string[] {
+  const scripts = Object.keys(
+    (JSON.parse(readFileSync(path.join(ctx.kitRoot, "package.json"), "utf8")) as { scripts?: Record<string, string> }).scripts ?? {},
+  );
+  const problems = lintLesson(readFileSync(chapter.lessonPath, "utf8"), chapter, ctx.chapters, scripts);
+  if (!readFileSync(chapter.lessonPath, "utf8").includes(focusedGlob(chapter))) {
+    problems.push(`课文里没有聚焦运行命令（${focusedGlob(chapter)}）`);
+  }
+  return problems;
+}
+
+// ── 共用 ────────────────────────────────────────────────────────
+
+function patternOf(run: TestRun): { pattern?: string } {
+  return run.pattern === undefined ? {} : { pattern: run.pattern };
+}
+
+function expectCounts(report: TestReport, run: TestRun, label: string): string[] {
+  const total = report.tests.length;
+  const selector = run.pattern === undefined ? "" : `（--test-name-pattern="${run.pattern}"）`;
+  const problems: string[] = [];
+  if (total !== run.expect.total || report.passed !== run.expect.pass) {
+    problems.push(`${label}${selector}应为 ${run.expect.pass}/${run.expect.total}，实际 ${report.passed}/${total}`);
+    for (const test of report.tests.filter((outcome) => !outcome.ok)) problems.push(`  ✗ ${test.name}：${test.message ?? ""}`);
+  }
+  return problems;
+}
+
+function describeBuild(errors: readonly { file: string; line: number; code: string; message: string }[]): string {
+  if (errors.length === 0) return "tsc 以非零状态退出";
+  return errors.slice(0, 3).map((error) => `${error.code} ${error.file}:${error.line} ${error.message}`).join("；");
+}
+
+export interface PromiseReport {
+  promise: string;
+  problems: string[];
+}
+
+/** 按顺序检查一章的全部承诺（供 npm run course -- check 使用）。 */
+export async function selfCheckChapter(ctx: SelfCheckContext, chapter: Chapter): Promise<PromiseReport[]> {
+  const commits = ctx.history.chapters[chapter.id];
+  if (!commits) return [{ promise: PROMISES.history, problems: [`课程历史里没有第 ${chapter.id} 章`] }];
+  const reports: PromiseReport[] = [];
+  const record = async (promise: string, check: () => Promise<string[]> | string[]) => {
+    reports.push({ promise, problems: await check() });
+  };
+  await record(PROMISES.history, () => checkCitedHashes(ctx, chapter));
+  const practiceDir = await makePracticeDir(ctx, chapter);
+  await record(PROMISES.red, () => checkFirstRed(chapter, practiceDir));
+  await record(PROMISES.purity, () => checkPurity(ctx, chapter, practiceDir));
+  const targetDir = await materialise(ctx, commits.target, `target-${chapter.id}`);
+  await record(PROMISES.target, () => checkTarget(chapter, targetDir));
+  await record(PROMISES.earlier, () => checkEarlierChapters(ctx, chapter, targetDir));
+  const faultDir = await materialise(ctx, commits.target, `fault-${chapter.id}`);
+  await record(PROMISES.fault, () => checkFault(chapter, faultDir));
+  await record(PROMISES.lesson, () => checkLesson(ctx, chapter));
+  for (const step of chapter.steps) {
+    const hash = commits.steps[step.id];
+    if (!hash) {
+      reports.push({ promise: `${PROMISES.steps} ${step.id}`, problems: [`课程历史里没有步骤 ${step.id}`] });
+      continue;
+    }
+    const stepDir = await materialise(ctx, hash, `step-${chapter.id}-${step.id}`);
+    await record(`${PROMISES.steps} ${step.id}`, () => checkStep(chapter, step.id, stepDir));
+  }
+  return reports;
+}

@@ -1,0 +1,66 @@
+import assert from "node:assert/strict";
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { after, test } from "node:test";
+
+import { findChapter, loadChapters } from "../scripts/engine/chapters.ts";
+import { CourseError } from "../scripts/engine/errors.ts";
+import { LESSONS_DIR } from "../scripts/engine/paths.ts";
+import { tempDir } from "./helpers.ts";
+
+const work = tempDir("chapters");
+after(() => work.remove());
+
+/** 复制真实课程的 lessons/，再对某一章的 chapter.json 做一次改动。 */
+function lessonsWith(name: string, edit: (meta: Record<string, unknown>) => void): string {
+  const dir = path.join(work.dir, name);
+  cpSync(LESSONS_DIR, dir, { recursive: true });
+  const metaPath = path.join(dir, "03-message-ir", "chapter.json");
+  const meta = JSON.parse(readFileSync(metaPath, "utf8")) as Record<string, unknown>;
+  edit(meta);
+  writeFileSync(metaPath, JSON.stringify(meta));
+  return dir;
+}
+
+function assertInvalid(dir: string, pattern: RegExp): void {
+  assert.throws(
+    () => loadChapters(dir),
+    (error: unknown) => error instanceof CourseError && error.code === "CHAPTER_INVALID" && pattern.test(error.message),
+  );
+}
+
+test("真实课程的每一章都通过元数据校验，编号从 00 连续", () => {
+  const chapters = loadChapters(LESSONS_DIR);
+  assert.deepEqual(chapters.map((chapter) => chapter.id).slice(0, 5), ["00", "01", "02", "03", "04"]);
+});
+
+test("缺字段、类型不对、提示不足四级：错误指出文件与字段", () => {
+  assertInvalid(lessonsWith("no-title", (meta) => delete meta.title), /lessons\/03-message-ir\/chapter\.json：字段 title 应当是非空字符串/);
+  assertInvalid(lessonsWith("bad-minutes", (meta) => (meta.minutes = "很久")), /字段 minutes 应当是非负整数/);
+  assertInvalid(
+    lessonsWith("no-hint", (meta) => {
+      const labs = meta.labs as Array<{ hints: Record<string, string> }>;
+      delete labs[0]!.hints.pseudocode;
+    }),
+    /字段 labs\[0\]\.hints\.pseudocode 应当是非空字符串/,
+  );
+  assertInvalid(lessonsWith("bad-mode", (meta) => (meta.mode = "随便")), /字段 mode 应当是 观察 \/ 重建 之一/);
+  assertInvalid(lessonsWith("bad-id", (meta) => (meta.id = "07")), /字段 id 应当与目录编号 03 一致/);
+});
+
+test("不是合法 JSON 与章节编号不连续：同样给出一句中文", () => {
+  const broken = lessonsWith("broken-json", () => {});
+  writeFileSync(path.join(broken, "03-message-ir", "chapter.json"), "{ 不是 json");
+  assertInvalid(broken, /lessons\/03-message-ir\/chapter\.json：不是合法的 JSON/);
+
+  const gap = lessonsWith("gap", () => {});
+  mkdirSync(path.join(gap, "07-later"));
+  assertInvalid(gap, /章节编号不连续/);
+});
+
+test("findChapter 接受 3、03、slug 与目录名；认不出时列出全部章节", () => {
+  const chapters = loadChapters(LESSONS_DIR);
+  for (const input of ["3", "03", "message-ir", "03-message-ir"]) assert.equal(findChapter(chapters, input).id, "03");
+  assert.throws(() => findChapter(chapters, "99"), (error: unknown) => error instanceof CourseError && error.exitCode === 2 && /可选章节：00 prologue/.test(error.message));
+  assert.throws(() => findChapter(chapters, ""), /请指定章节/);
+});

@@ -1,0 +1,66 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const KIT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+export interface Spawned {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** 像学习者那样在子进程里运行一个套件命令（scripts/<name>.ts）。 */
+export function runScript(
+  script: string,
+  args: readonly string[],
+  options: { kit?: string; cwd?: string; env?: Record<string, string | undefined> } = {},
+): Promise<Spawned> {
+  const kit = options.kit ?? KIT;
+  return spawnProcess(process.execPath, ["--import", "tsx", path.join(kit, "scripts", `${script}.ts`), ...args], {
+    cwd: options.cwd ?? kit,
+    env: { ...process.env, NO_COLOR: "1", INIT_CWD: options.cwd ?? kit, ...options.env },
+  });
+}
+
+export function spawnProcess(
+  command: string,
+  args: readonly string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv },
+): Promise<Spawned> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** 一个在套件之外的临时目录；测试结束时删除。 */
+export function tempDir(prefix: string): { dir: string; remove: () => void } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `pi-course-${prefix}-`));
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * 一个临时的“新克隆”：从套件的 HEAD 克隆，node_modules 链接到套件的依赖。
+ * 用来测试默认目录、损坏的分支、不同的 git 配置，而不碰真正的套件。
+ */
+export async function cloneKit(into: string, name = "kit"): Promise<string> {
+  const dir = path.join(into, name);
+  const cloned = await spawnProcess("git", ["clone", "--quiet", "--no-hardlinks", KIT, dir], { cwd: into });
+  if (cloned.code !== 0) throw new Error(`git clone 失败：${cloned.stderr}`);
+  symlinkSync(path.join(KIT, "node_modules"), path.join(dir, "node_modules"), "junction");
+  return dir;
+}
+
+export async function git(cwd: string, ...args: string[]): Promise<string> {
+  const result = await spawnProcess("git", args, { cwd });
+  if (result.code !== 0) throw new Error(`git ${args.join(" ")} 失败：${result.stderr}`);
+  return result.stdout.trim();
+}
