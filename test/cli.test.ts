@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
-import { KIT, runScript, spawnProcess, tempDir } from "./helpers.ts";
+import { KIT, runScript, spawnProcess, tempDir, TSX } from "./helpers.ts";
 
 const work = tempDir("cli");
 after(() => work.remove());
@@ -152,7 +152,7 @@ describe("practice：创建练习目录", () => {
     mkdirSync(parent);
     const dir = path.join(parent, "ch03");
     const { spawn } = await import("node:child_process");
-    const child = spawn(process.execPath, ["--import", "tsx", path.join(KIT, "scripts/practice.ts"), "03", dir], {
+    const child = spawn(process.execPath, ["--import", TSX, path.join(KIT, "scripts/practice.ts"), "03", dir], {
       cwd: KIT,
       env: { ...process.env, PI_COURSE_TEST_PAUSE_BEFORE_RENAME: "1", NO_COLOR: "1" },
       stdio: ["ignore", "pipe", "pipe"],

@@ -5,6 +5,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const KIT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+/** tsx 加载器的绝对地址：子进程的 cwd 可能在套件之外，按名字解析会找不到。 */
+export const TSX = import.meta.resolve("tsx");
 
 export interface Spawned {
   code: number | null;
@@ -19,7 +21,7 @@ export function runScript(
   options: { kit?: string; cwd?: string; env?: Record<string, string | undefined> } = {},
 ): Promise<Spawned> {
   const kit = options.kit ?? KIT;
-  return spawnProcess(process.execPath, ["--import", "tsx", path.join(kit, "scripts", `${script}.ts`), ...args], {
+  return spawnProcess(process.execPath, ["--import", TSX, path.join(kit, "scripts", `${script}.ts`), ...args], {
     cwd: options.cwd ?? kit,
     env: { ...process.env, NO_COLOR: "1", INIT_CWD: options.cwd ?? kit, ...options.env },
   });

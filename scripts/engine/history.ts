@@ -55,6 +55,7 @@ export async function ensureHistory(kitRoot: string, chapters: readonly Chapter[
   }
 
   const history = await buildHistory(kitRoot, chapters);
+  if (branchTip === undefined) setAsideBrokenRef(gitDir);
   try {
     await git.raw(["update-ref", `refs/heads/${COURSE_BRANCH}`, history.tip]);
   } catch (error) {
@@ -162,6 +163,18 @@ async function resolveBranch(kitRoot: string): Promise<string | undefined> {
     // 分支不存在，或者引用已损坏、指向丢失的对象：没有可保留的东西，重建即可。
     return undefined;
   }
+}
+
+/**
+ * 引用文件损坏时 git 拒绝覆盖它。里面没有可用的提交，但我们仍不删除：
+ * 挪到 .git/pi-course/ 下留作备查，再写新的引用。
+ */
+function setAsideBrokenRef(gitDir: string): void {
+  const loose = path.join(gitDir, "refs", "heads", ...COURSE_BRANCH.split("/"));
+  if (!existsSync(loose)) return;
+  const backup = path.join(gitDir, "pi-course", `broken-ref-${Date.now()}`);
+  mkdirSync(path.dirname(backup), { recursive: true });
+  renameSync(loose, backup);
 }
 
 /** 课程生成的提交都带固定身份；手工提交不会有。 */

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
-import { run } from "node:test";
+import { fileURLToPath } from "node:url";
 
 import { COURSE_PACKAGE } from "./paths.js";
 
@@ -72,45 +72,42 @@ export function compiledTestPath(projectDir: string, testSource: string): string
   return path.join(projectDir, COURSE_PACKAGE, "dist", relative);
 }
 
-/** 用 node:test 的 run() 运行测试文件，按事件收集结果，不解析任何文本输出。 */
-export async function runTests(
+const DRIVER = fileURLToPath(new URL("./test-driver.mjs", import.meta.url));
+
+/**
+ * 用 node:test 的 run() 运行测试文件：在独立子进程里调用（见 test-driver.mjs），
+ * 每个测试事件以一行 JSON 传回，不解析任何给人看的文本。
+ */
+export function runTests(
   files: readonly string[],
   options: { pattern?: string; timeoutMs?: number } = {},
 ): Promise<TestReport> {
-  const stream = run({
-    files: [...files],
-    concurrency: true,
-    timeout: options.timeoutMs ?? 60_000,
-    ...(options.pattern === undefined ? {} : { testNamePatterns: [options.pattern] }),
+  const request = JSON.stringify({ files, pattern: options.pattern, timeoutMs: options.timeoutMs ?? 60_000 });
+  const env = { ...process.env };
+  delete env.NODE_TEST_CONTEXT; // 否则子进程里的 run() 会以为自己嵌套在另一个测试里
+  delete env.NODE_OPTIONS;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [DRIVER, request], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      if (code !== 0) {
+        reject(new Error(`测试驱动异常退出（${code}）：${stderr.trim()}`));
+        return;
+      }
+      const records = stdout
+        .split("\n")
+        .filter((line) => line.trim() !== "")
+        .map((line) => JSON.parse(line) as TestOutcome & { skipped: boolean });
+      // 被名称过滤跳过的测试没有运行，不计入选中数。
+      const tests = records.filter((record) => !record.skipped).map(({ skipped: _skipped, ...outcome }) => outcome);
+      const passed = tests.filter((test) => test.ok).length;
+      resolve({ tests, passed, failed: tests.length - passed });
+    });
   });
-  const tests: TestOutcome[] = [];
-  stream.on("test:pass", (event) => {
-    if (event.details.type === "suite" || event.skip !== undefined) return;
-    tests.push({ name: event.name, file: event.file ?? "", ok: true });
-  });
-  stream.on("test:fail", (event) => {
-    if (event.details.type === "suite") return;
-    tests.push({ name: event.name, file: event.file ?? "", ok: false, ...describeFailure(event.details.error) });
-  });
-  // 排空事件流，等全部测试结束。
-  for await (const _event of stream) {
-    /* 结果已经由上面的监听器收集 */
-  }
-  const passed = tests.filter((test) => test.ok).length;
-  return { tests, passed, failed: tests.length - passed };
-}
-
-/** node:test 把断言错误包在 cause 里；取出真正的信息和期望值。 */
-function describeFailure(error: unknown): Pick<TestOutcome, "message" | "actual" | "expected"> {
-  const root = (error as { cause?: unknown } | undefined)?.cause ?? error;
-  if (root instanceof Error || (typeof root === "object" && root !== null)) {
-    const record = root as { message?: unknown; actual?: unknown; expected?: unknown };
-    const result: Pick<TestOutcome, "message" | "actual" | "expected"> = { message: String(record.message ?? root) };
-    if ("actual" in record) result.actual = record.actual;
-    if ("expected" in record) result.expected = record.expected;
-    return result;
-  }
-  return { message: String(root) };
 }
 
 /** 失败信息里是否出现了某个片段：同时查看信息文字和断言的 actual / expected。 */
