@@ -41,6 +41,14 @@ export async function openEditWorktree(kitRoot: string, dir: string, tip: string
  */
 export async function exportCourse(kitRoot: string, lessonsDir: string, from = EDIT_BRANCH): Promise<ExportSummary> {
   const git = gitAt(kitRoot);
+  // 导出会用历史末端覆盖 packages/pi-course：那里有未提交的改动时先停下，免得吞掉它们。
+  const pending = (await git.raw(["status", "--porcelain", "--untracked-files=all", "--", COURSE_PACKAGE])).trim();
+  if (pending !== "") {
+    throw new CourseError(
+      "EXPORT_DIRTY",
+      `${COURSE_PACKAGE} 里有未提交的改动（${pending.split("\n").length} 个文件），导出会覆盖它们。请先提交或移走，再运行 npm run course -- export`,
+    );
+  }
   let log: string;
   try {
     log = await git.raw(["log", "--reverse", "--topo-order", "--format=%H%x09%s", from]);
