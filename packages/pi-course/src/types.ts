@@ -86,9 +86,21 @@ export type AgentMessage =
   | AssistantMessage // 模型的说明与工具请求
   | ToolResultMessage; // 环境执行工具后的结果
 
+/** 一份 JSON Schema。课程不在类型里展开它的结构：它要原样交给模型和校验器。 */
+export type JsonSchema = { [key: string]: unknown };
+
+/** 向模型声明一个可以调用的工具：名字、何时该用它、参数长什么样。 */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  parameters: JsonSchema;
+}
+
 /** 一次模型调用看到的输入：按发生顺序排好的 transcript，指令也在其中。 */
 export interface AgentContext {
   messages: AgentMessage[];
+  /** 这次调用向模型声明的工具；省略或为空表示模型只能说话。 */
+  tools?: ToolDefinition[];
 }
 
 // ── 模型事件 ────────────────────────────────────────────────────

@@ -1,0 +1,158 @@
+/**
+ * Agent 循环：问模型 → 执行它请求的工具 → 把结果追加进 transcript → 再问，
+ * 直到模型说完、出错、被取消，或用完步数。
+ *
+ * 循环只追加两种消息：模型说的 assistant，和工具的 toolResult。它不写 system 消息，
+ * 也不改调用方传入的数组；新消息作为结果交回，由调用方决定怎样保存。
+ *
+ * 每个 turn 的 stopReason 决定下一步：
+ *   toolUse 且有工具调用   执行全部调用（并发），结果按源顺序追加，再问模型
+ *   stop 且没有工具调用    正常结束
+ *   length / error / aborted   不执行任何工具；已出现的调用各配一条 isError 结果，结束
+ *   stop 却带着工具调用    协议错误：同样不执行、配上错误结果，以 protocol_error 结束
+ *   toolUse 却没有工具调用  协议错误：没有可配对的东西，不再问模型，以 protocol_error 结束
+ */
+
+import { executeToolCall, type ToolOutput, type ToolRegistry } from "./tools.js";
+import {
+  text,
+  type AgentMessage,
+  type AssistantMessage,
+  type Model,
+  type ModelEvent,
+  type StopReason,
+  type ToolCall,
+  type ToolResultMessage,
+} from "./types.js";
+
+// ── 类型 ────────────────────────────────────────────────────────
+
+/** 循环为什么停下：模型的结束原因之外，还有协议错误和步数用完。 */
+export type AgentEndReason = Exclude<StopReason, "toolUse"> | "protocol_error" | "max_steps";
+
+export type AgentEvent =
+  | { type: "agent_start" }
+  // step 从 1 开始数，等于这是第几次调用模型。
+  | { type: "turn_start"; step: number }
+  | { type: "message_start"; message: AgentMessage }
+  // 只有 assistant 会增长：message 是这一刻的 partial，event 是模型送来的原始事件。
+  | { type: "message_update"; message: AssistantMessage; event: ModelEvent }
+  | { type: "message_end"; message: AgentMessage }
+  | { type: "tool_execution_start"; toolCallId: string; toolName: string; args: unknown }
+  | { type: "tool_execution_update"; toolCallId: string; toolName: string; partial: ToolOutput }
+  | { type: "tool_execution_end"; toolCallId: string; toolName: string; result: ToolResultMessage; isError: boolean }
+  | { type: "turn_end"; message: AssistantMessage; toolResults: ToolResultMessage[] }
+  | { type: "agent_end"; messages: AgentMessage[]; reason: AgentEndReason; errorMessage?: string };
+
+export interface AgentLoopOptions {
+  model: Model;
+  /** 到目前为止的 transcript（通常以新的 user 消息结尾）；循环只读不改。 */
+  messages: readonly AgentMessage[];
+  tools: ToolRegistry;
+  signal?: AbortSignal;
+  /** 最多调用模型几次，默认 20：模型反复请求工具时，循环也会停下。 */
+  maxSteps?: number;
+  onEvent?: (event: AgentEvent) => void;
+  /** 循环自己写的 toolResult 用它取时间戳；测试传入固定值。 */
+  now?: () => number;
+}
+
+export interface AgentRunResult {
+  /** 这次运行新追加的消息，按发生顺序：assistant 与 toolResult 交替。 */
+  messages: AgentMessage[];
+  reason: AgentEndReason;
+  /** reason 为 error 或 protocol_error 时说明原因。 */
+  errorMessage?: string;
+}
+
+/** 一个 turn 结束后的决定：执行这些调用并继续，或者带着没执行的调用结束。 */
+export type TurnPlan =
+  | { kind: "execute"; calls: ToolCall[] }
+  | { kind: "finish"; unexecuted: ToolCall[]; end: AgentEnd };
+
+/** 循环停下时交出的说明（不含消息本身）。 */
+export type AgentEnd = Omit<AgentRunResult, "messages">;
+
+/** 没有执行的调用，结果的 details：程序据此知道它为什么没跑。 */
+export interface NotExecutedDetails {
+  kind: "not_executed";
+  stopReason: StopReason;
+}
+
+const DEFAULT_MAX_STEPS = 20;
+
+const TOOL_USE_WITHOUT_CALLS = "模型以 toolUse 结束，却没有请求任何工具。";
+const STOP_WITH_CALLS = "模型以 stop 结束，却请求了工具。";
+
+// ── 纯函数：读 turn，做决定 ─────────────────────────────────────
+
+export function toolCallsOf(message: AssistantMessage): ToolCall[] {
+  return message.content.filter((block): block is ToolCall => block.type === "toolCall");
+}
+
+/** 根据 stopReason 和工具调用决定下一步；规则见文件开头的表。 */
+export function planTurn(message: AssistantMessage): TurnPlan {
+  const calls = toolCallsOf(message);
+  if (message.stopReason === "toolUse" && calls.length > 0) return { kind: "execute", calls };
+  if (message.stopReason === "stop" && calls.length === 0) return finish([], "stop");
+  // Lab 7.3：length / error / aborted 不执行工具；stop 带调用、toolUse 不带调用是协议错误。
+  throw new Error("Lab 7.3 尚未实现");
+}
+
+function finish(unexecuted: ToolCall[], reason: AgentEndReason, errorMessage?: string): TurnPlan {
+  const end: AgentEnd = errorMessage === undefined ? { reason } : { reason, errorMessage };
+  return { kind: "finish", unexecuted, end };
+}
+
+/** 没执行的原因，按那个 turn 的 stopReason 查。 */
+const WHY_NOT_EXECUTED: Record<StopReason, string> = {
+  toolUse: "循环没有执行它",
+  stop: "模型以 stop 结束，不该再请求工具",
+  length: "模型输出被截断（length），参数可能不完整",
+  error: "模型这次生成出错（error）",
+  aborted: "这次生成被取消了（aborted）",
+};
+
+/** 没有执行的调用也要有一条结果：transcript 里每个 tool call 都必须配对，Provider 才肯接下一次请求。 */
+export function notExecutedResult(call: ToolCall, stopReason: StopReason, timestamp: number): ToolResultMessage {
+  throw new Error("Lab 7.3 尚未实现");
+}
+
+// ── 模型这一半：把模型流变成消息事件 ────────────────────────────
+
+type Emit = (event: AgentEvent) => void;
+
+/** 调用一次模型：把它的事件转成 message_start / update / end，交回最终的 assistant。 */
+async function streamAssistant(messages: AgentMessage[], options: AgentLoopOptions, emit: Emit): Promise<AssistantMessage> {
+  throw new Error("Lab 7.1 尚未实现");
+}
+
+// ── 工具这一半：并发执行，按源顺序交回 ──────────────────────────
+
+/** 同一 turn 的调用同时开始；executeToolCall 从不抛出，所以 Promise.all 一定等到每一条结果。 */
+async function executeToolBatch(
+  calls: readonly ToolCall[],
+  options: AgentLoopOptions,
+  signal: AbortSignal,
+  emit: Emit,
+): Promise<ToolResultMessage[]> {
+  throw new Error("Lab 7.2 尚未实现");
+}
+
+// ── 循环 ────────────────────────────────────────────────────────
+
+/** 下一次调用模型之前的检查：已取消，或步数用完，就不再发起。 */
+function stopBeforeCall(step: number, options: AgentLoopOptions): AgentEndReason | undefined {
+  // Lab 7.4：已取消，或已经调用了 maxSteps 次（默认 DEFAULT_MAX_STEPS），就返回停下的原因。
+  if (options.signal?.aborted || options.maxSteps !== undefined) throw new Error("Lab 7.4 尚未实现");
+  return undefined;
+}
+
+/** 一个接一个地跑 turn，新消息追加进 added；返回停下的原因。 */
+async function runTurns(options: AgentLoopOptions, added: AgentMessage[], emit: Emit): Promise<AgentEnd> {
+  throw new Error("Lab 7.1 尚未实现");
+}
+
+export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentRunResult> {
+  throw new Error("Lab 7.1 尚未实现");
+}

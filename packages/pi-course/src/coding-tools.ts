@@ -1,0 +1,185 @@
+/**
+ * 四个编码工具：read、write、edit、bash，全部按第 06 章的 AgentTool 契约实现。
+ * 成功就返回 ToolOutput；失败就抛出一句说清原因的中文 Error，executeToolCall 会把它变成 isError 的结果。
+ * 真正的规则都在下层的小文件里：路径（workspace）、截断（truncate）、替换（text-edits）、
+ * 排队（mutation-queue）、进程（shell）。这里只负责把它们接到模型能调用的形状上。
+ */
+
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+
+import { MutationQueue } from "./mutation-queue.js";
+import { s } from "./schema.js";
+import { runCommand, type CommandResult } from "./shell.js";
+import { EditError, applyEdits } from "./text-edits.js";
+import { defineTool, type AgentTool, type ToolOutput } from "./tools.js";
+import { readWindow, windowNotice } from "./truncate.js";
+import { text } from "./types.js";
+import type { Workspace } from "./workspace.js";
+
+// ── 上限 ────────────────────────────────────────────────────────
+
+export interface CodingToolLimits {
+  /** read 一次最多交回多少字节。 */
+  readMaxBytes: number;
+  /** bash 命令最长运行多久。 */
+  bashTimeoutMs: number;
+  /** bash 输出最多保留多少字节。 */
+  bashMaxOutputBytes: number;
+}
+
+/** 上下文窗口是最贵的资源：默认值让一次工具结果只占它的一小块。 */
+export const DEFAULT_LIMITS: CodingToolLimits = {
+  readMaxBytes: 32 * 1024,
+  bashTimeoutMs: 30_000,
+  bashMaxOutputBytes: 32 * 1024,
+};
+
+function output(message: string, details: unknown): ToolOutput {
+  return { content: [text(message)], details };
+}
+
+// ── read ────────────────────────────────────────────────────────
+
+const readParameters = s.object({
+  path: s.string("相对工作区根目录的文件路径"),
+  offset: s.optional(s.integer("从第几行开始读，1 起算")),
+  limit: s.optional(s.integer("最多读几行")),
+});
+
+export function readTool(workspace: Workspace, maxBytes = DEFAULT_LIMITS.readMaxBytes) {
+  return defineTool({
+    name: "read",
+    description: `读取工作区里的文本文件。一次最多返回 ${maxBytes} 字节的整行；没读完时结果末尾会写明用哪个 offset 继续。`,
+    parameters: readParameters,
+    async execute({ path: input, offset, limit }) {
+      const file = await workspace.resolveExisting(input);
+      const window = readWindow(await readFile(file, "utf8"), { offset, limit, maxBytes });
+      const notice = windowNotice(window, maxBytes);
+      const body = notice === undefined ? window.text : `${window.text}\n\n${notice}`;
+      return output(body, window);
+    },
+  });
+}
+
+// ── write ───────────────────────────────────────────────────────
+
+const writeParameters = s.object({
+  path: s.string("相对工作区根目录的文件路径；不存在的父目录会自动创建"),
+  content: s.string("文件的完整新内容"),
+});
+
+export function writeTool(workspace: Workspace, queue: MutationQueue) {
+  return defineTool({
+    name: "write",
+    description: "创建文件或整体覆盖文件内容，缺少的父目录会自动创建。只改几处时请用 edit。",
+    parameters: writeParameters,
+    async execute({ path: input, content }) {
+      // 排队的 key 在第一个 await 之前算出：并发的调用按发起顺序入队。
+      return queue.run(workspace.lexicalPath(input), async () => {
+        const file = await workspace.resolveWritable(input);
+        await mkdir(path.dirname(file), { recursive: true });
+        await writeFile(file, content, "utf8");
+        const bytes = Buffer.byteLength(content, "utf8");
+        return output(`已写入 ${input}（${bytes} 字节）。`, { path: input, bytes });
+      });
+    },
+  });
+}
+
+// ── edit ────────────────────────────────────────────────────────
+
+const editParameters = s.object({
+  path: s.string("相对工作区根目录的文件路径"),
+  edits: s.array(
+    s.object({
+      oldText: s.string("要替换的原文，必须与文件逐字符一致，并且在文件里只出现一次"),
+      newText: s.string("替换后的文字"),
+    }),
+    "一处或多处替换；每个 oldText 都在原文里定位，彼此不能重叠",
+  ),
+});
+
+export function editTool(workspace: Workspace, queue: MutationQueue) {
+  return defineTool({
+    name: "edit",
+    description: "按原文精确替换文件里的一处或多处文字。任何一处找不到、不唯一或互相重叠，整个编辑都不生效。",
+    parameters: editParameters,
+    async execute({ path: input, edits }) {
+      return queue.run(workspace.lexicalPath(input), async () => {
+        const file = await workspace.resolveExisting(input);
+        const before = await readFile(file, "utf8");
+        let after: string;
+        try {
+          after = applyEdits(before, edits);
+        } catch (error) {
+          if (error instanceof EditError) throw new Error(`${input} 没有改动：${error.message}`);
+          throw error;
+        }
+        await writeFile(file, after, "utf8");
+        return output(`已在 ${input} 里替换 ${edits.length} 处。`, { path: input, replaced: edits.length });
+      });
+    },
+  });
+}
+
+// ── bash ────────────────────────────────────────────────────────
+
+const bashParameters = s.object({
+  command: s.string("在工作区根目录里用 /bin/sh 执行的命令"),
+});
+
+/** 输出在前，状态在后：模型先看到命令说了什么，再看到它怎样结束。 */
+function describeCommand(result: CommandResult, limits: CodingToolLimits): string {
+  const shown = result.output.trimEnd();
+  const parts = [shown === "" ? "（没有输出）" : shown];
+  if (result.truncated) {
+    parts.push(`[输出共 ${result.totalBytes} 字节，超过 ${limits.bashMaxOutputBytes} 字节上限，只保留了结尾部分。]`);
+  }
+  switch (result.status) {
+    case "exited":
+      parts.push(`[退出码 ${result.exitCode ?? "无（进程被信号终止）"}]`);
+      break;
+    case "timedOut":
+      parts.push(`[命令超过 ${limits.bashTimeoutMs} 毫秒仍未结束，已终止它的整个进程组。]`);
+      break;
+    case "cancelled":
+      parts.push(result.spawned ? "[命令被取消，已终止它的整个进程组。]" : "[调用在启动前就被取消，命令没有执行。]");
+      break;
+  }
+  return parts.join("\n\n");
+}
+
+export function bashTool(workspace: Workspace, limits: CodingToolLimits = DEFAULT_LIMITS) {
+  return defineTool({
+    name: "bash",
+    description: `在工作区根目录里执行 shell 命令，返回合并的 stdout/stderr 与退出码。超过 ${limits.bashTimeoutMs} 毫秒会被终止。`,
+    parameters: bashParameters,
+    async execute({ command }, { signal }) {
+      const result = await runCommand(command, {
+        cwd: workspace.root,
+        timeoutMs: limits.bashTimeoutMs,
+        maxOutputBytes: limits.bashMaxOutputBytes,
+        signal,
+      });
+      const report = describeCommand(result, limits);
+      // 非零退出、超时、取消都算失败：isError 让模型一眼知道这条命令没有成功。
+      if (result.status !== "exited" || result.exitCode !== 0) throw new Error(report);
+      return output(report, result);
+    },
+  });
+}
+
+// ── 一整套 ──────────────────────────────────────────────────────
+
+/** write 与 edit 共用一个队列：同一个文件上的两种变更也要排在同一条队伍里。 */
+export function codingTools(workspace: Workspace, limits: Partial<CodingToolLimits> = {}): AgentTool<any>[] {
+  const all = { ...DEFAULT_LIMITS, ...limits };
+  const queue = new MutationQueue();
+  return [
+    readTool(workspace, all.readMaxBytes),
+    writeTool(workspace, queue),
+    editTool(workspace, queue),
+    bashTool(workspace, all),
+  ];
+}
