@@ -1,0 +1,142 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+
+import { runAgentLoop, type AgentEvent } from "../packages/pi-course/src/agent-loop.js";
+import { codingTools } from "../packages/pi-course/src/coding-tools.js";
+import { modelFromEnv } from "../packages/pi-course/src/openai-compatible.js";
+import { ScriptedModel } from "../packages/pi-course/src/scripted-model.js";
+import { ToolRegistry } from "../packages/pi-course/src/tools.js";
+import { text, textOf, userMessage, type AgentMessage, type Model } from "../packages/pi-course/src/types.js";
+import { Workspace } from "../packages/pi-course/src/workspace.js";
+import { paint, runCommand, userCwd } from "./engine/cli.js";
+import { CourseError, usageError } from "./engine/errors.js";
+
+const HELP = `用法：npm run demo -- [--workspace 目录] [任务]
+
+用课程最终的迷你 pi 跑一次 README 任务，并逐条打印事件流。
+默认使用脚本模型（离线、无需 API key）和一个只含 README.md 的临时工作区。
+
+  --workspace 目录   让工具在这个目录里工作（默认：临时目录）
+  --help             显示本说明
+
+设置 PI_COURSE_BASE_URL（以及 PI_COURSE_MODEL、可选的 PI_COURSE_API_KEY）后，
+改为连接这个 OpenAI 兼容的端点。`;
+
+const README_TASK = "请读取 README，然后告诉我项目名。";
+const SYSTEM_PROMPT = "你是 pi，一个小巧的编码助手。回答前先读取相关文件。";
+
+/** 离线演示用的两次模型调用：先请求 read，再根据结果回答。 */
+function scriptedReadmeModel(): ScriptedModel {
+  return new ScriptedModel([
+    {
+      kind: "reply",
+      content: [text("我先读取项目说明。"), { type: "toolCall", id: "call_1", name: "read", arguments: { path: "README.md" } }],
+      stopReason: "toolUse",
+      usage: { input: 18, output: 12, totalTokens: 30 },
+    },
+    {
+      kind: "reply",
+      content: [text("项目名是 tiny-pi：README 的标题写着 # tiny-pi。")],
+      stopReason: "stop",
+      usage: { input: 44, output: 16, totalTokens: 60 },
+    },
+  ]);
+}
+
+await runCommand(async () => {
+  const { values, positionals } = parseCommandLine();
+  if (values.help) {
+    console.log(HELP);
+    return;
+  }
+  const task = positionals.join(" ").trim() || README_TASK;
+  let model: Model;
+  try {
+    model = modelFromEnv() ?? scriptedReadmeModel();
+  } catch (error) {
+    throw usageError("DEMO_ENV", (error as Error).message);
+  }
+
+  const scratch = values.workspace === undefined ? mkdtempSync(path.join(os.tmpdir(), "pi-course-demo-")) : undefined;
+  try {
+    const dir = scratch ?? path.resolve(userCwd(), values.workspace ?? ".");
+    if (scratch) writeFileSync(path.join(scratch, "README.md"), "# tiny-pi\nA small agent runtime.\n");
+    const workspace = await Workspace.open(dir).catch(() => {
+      throw usageError("DEMO_WORKSPACE", `工作区 ${dir} 不存在或无法访问`);
+    });
+    console.log(paint("bold", `模型：${model.provider}/${model.id}    工作区：${workspace.root}`));
+    console.log(`任务：${task}\n`);
+
+    const messages: AgentMessage[] = [
+      { role: "system", content: SYSTEM_PROMPT, timestamp: Date.now() },
+      userMessage(task),
+    ];
+    const result = await runAgentLoop({
+      model,
+      messages,
+      tools: new ToolRegistry(codingTools(workspace)),
+      onEvent: printEvent,
+    });
+    const answer = [...result.messages].reverse().find((message) => message.role === "assistant");
+    console.log("");
+    if (result.reason !== "stop") {
+      throw new CourseError("DEMO_FAILED", `智能体没有正常结束（${result.reason}）：${result.errorMessage ?? "没有更多说明"}`);
+    }
+    console.log(paint("green", `回答：${answer ? textOf(answer) : ""}`));
+  } finally {
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  }
+});
+
+/** 每个事件一行；文字增量原样接在一起，像终端里看到的那样。 */
+function printEvent(event: AgentEvent): void {
+  const tag = (name: string) => paint("cyan", name.padEnd(22));
+  switch (event.type) {
+    case "agent_start":
+      console.log(tag(event.type));
+      return;
+    case "turn_start":
+      console.log(tag(event.type) + `第 ${event.step} 次调用模型`);
+      return;
+    case "message_start":
+      // 开始时 assistant 还没有结束原因，只报角色。
+      console.log(tag(event.type) + event.message.role);
+      return;
+    case "message_end":
+      console.log(tag(event.type) + `${event.message.role}${event.message.role === "assistant" ? `（${event.message.stopReason}）` : ""}`);
+      return;
+    case "message_update":
+      if (event.event.type === "text_delta") console.log(tag(event.type) + `text_delta ${JSON.stringify(event.event.delta)}`);
+      else if (event.event.type === "toolcall_end") {
+        console.log(tag(event.type) + `toolcall_end ${event.event.toolCall.name}(${JSON.stringify(event.event.toolCall.arguments)})`);
+      }
+      return;
+    case "tool_execution_start":
+      console.log(tag(event.type) + `${event.toolName} ${JSON.stringify(event.args)}`);
+      return;
+    case "tool_execution_update":
+      return;
+    case "tool_execution_end":
+      console.log(tag(event.type) + `${event.toolName} ${event.isError ? "✗" : "✓"} ${JSON.stringify(textOf(event.result).slice(0, 60))}`);
+      return;
+    case "turn_end":
+      console.log(tag(event.type) + `${event.toolResults.length} 条工具结果`);
+      return;
+    case "agent_end":
+      console.log(tag(event.type) + `${event.reason}，新增 ${event.messages.length} 条消息`);
+      return;
+  }
+}
+
+function parseCommandLine() {
+  try {
+    return parseArgs({
+      allowPositionals: true,
+      options: { help: { type: "boolean", short: "h" }, workspace: { type: "string" } },
+    });
+  } catch (error) {
+    throw usageError("BAD_ARGS", `无法识别的参数：${(error as Error).message}。用 --help 查看用法`);
+  }
+}
