@@ -9,6 +9,7 @@ import { KIT_ROOT } from "./engine/paths.js";
 import { createPractice, defaultPracticeDir } from "./engine/practice.js";
 import { describeFirstRed } from "./engine/card.js";
 import { shortHash } from "./engine/history.js";
+import { progressPath, updateProgress } from "./engine/progress.js";
 
 const HELP = `用法：npm run practice -- <章节> [目录]
 
@@ -30,6 +31,7 @@ await runCommand(async () => {
   const { chapter, history } = await openChapter(chapterInput);
   const dir = dirInput === undefined ? defaultPracticeDir(KIT_ROOT, chapter) : path.resolve(userCwd(), dirInput);
   const { start } = await createPractice({ kitRoot: KIT_ROOT, chapter, history, dir });
+  rememberPracticeDir(chapter.id, dir);
 
   console.log(paint("green", `已创建第 ${chapter.id} 章练习目录：${dir}`));
   console.log(`取自提交 ${shortHash(start)}（${chapter.mode === "观察" ? "目标，观察章" : "起点"}）。先读 LEARNING.md，再运行：`);
@@ -40,7 +42,21 @@ await runCommand(async () => {
   console.log("");
   console.log("第一次运行应当看到：");
   for (const line of describeFirstRed(chapter.firstRed)) console.log(`  ${line}`);
+  console.log("");
+  console.log(`边写边看：npm run watch -- ${chapter.id}    卡住时：npm run hint -- ${chapter.id}    做完后：npm run verify -- ${chapter.id}`);
 });
+
+/** 记下本章的练习目录，verify / watch / hint 省略目录时就用它。记不下来不影响练习目录本身。 */
+function rememberPracticeDir(chapterId: string, dir: string): void {
+  try {
+    const { warning } = updateProgress(progressPath(), (progress) => {
+      progress.practiceDirs[chapterId] = dir;
+    });
+    if (warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${warning}\n`);
+  } catch (error) {
+    process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${(error as Error).message}\n`);
+  }
+}
 
 function parseCommandLine() {
   try {

@@ -14,6 +14,20 @@ export interface Spawned {
   stderr: string;
 }
 
+/**
+ * 测试里的命令默认把进度写进这个临时文件，绝不碰真实用户的进度；
+ * 需要独立进度的测试自己传 PI_COURSE_PROGRESS。
+ */
+let scratchProgress: string | undefined;
+function defaultProgressFile(): string {
+  if (!scratchProgress) {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "pi-course-progress-"));
+    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+    scratchProgress = path.join(dir, "progress.json");
+  }
+  return scratchProgress;
+}
+
 /** 像学习者那样在子进程里运行一个套件命令（scripts/<name>.ts）。 */
 export function runScript(
   script: string,
@@ -23,7 +37,7 @@ export function runScript(
   const kit = options.kit ?? KIT;
   return spawnProcess(process.execPath, ["--import", TSX, path.join(kit, "scripts", `${script}.ts`), ...args], {
     cwd: options.cwd ?? kit,
-    env: { ...process.env, NO_COLOR: "1", INIT_CWD: options.cwd ?? kit, ...options.env },
+    env: { ...process.env, NO_COLOR: "1", INIT_CWD: options.cwd ?? kit, PI_COURSE_PROGRESS: defaultProgressFile(), ...options.env },
   });
 }
 

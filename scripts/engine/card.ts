@@ -105,6 +105,18 @@ export function renderPracticeGuide(chapter: Chapter, history: CourseHistory): s
     "",
     ...describeFirstRed(chapter.firstRed),
     "",
+    "## 在课程套件里",
+    "",
+    "回到课程套件的目录，这几条命令会自动找到本练习目录：",
+    "",
+    "```bash",
+    `npm run watch -- ${chapter.id}`,
+    `npm run hint -- ${chapter.id}`,
+    `npm run verify -- ${chapter.id}`,
+    "```",
+    "",
+    "watch 在每次保存后重新编译并运行聚焦测试；hint 一次展开一级提示；verify 连同更早各章一起验证，全部通过就在 `npm start` 的地图上点亮本章。",
+    "",
   ];
   for (const lab of chapter.labs) {
     out.push(`## 实践 ${lab.id} · ${lab.title}`, "", `目标：${lab.goal}`, "");

@@ -1,11 +1,14 @@
-import { styleText } from "node:util";
+import * as util from "node:util";
 
 import { isCourseError } from "./errors.js";
 
-/** 只在真正的终端里上色；NO_COLOR 或管道输出时保持纯文本。 */
-export function paint(style: Parameters<typeof styleText>[0], text: string, stream: NodeJS.WriteStream = process.stdout): string {
-  if (process.env.NO_COLOR !== undefined || !stream.isTTY) return text;
-  return styleText(style, text);
+/**
+ * 只在真正的终端里上色；NO_COLOR 或管道输出时保持纯文本。
+ * styleText 从 Node 20.12 起才有：更早的 20.x 上退回纯文本，命令照常工作（doctor 会提醒升级）。
+ */
+export function paint(style: Parameters<typeof util.styleText>[0], text: string, stream: NodeJS.WriteStream = process.stdout): string {
+  if (process.env.NO_COLOR !== undefined || !stream.isTTY || typeof util.styleText !== "function") return text;
+  return util.styleText(style, text);
 }
 
 /**

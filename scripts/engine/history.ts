@@ -65,6 +65,23 @@ export async function ensureHistory(kitRoot: string, chapters: readonly Chapter[
   return history;
 }
 
+export type HistoryState =
+  | { state: "ready"; tip: string }
+  | { state: "missing" }
+  | { state: "stale"; tip?: string }
+  | { state: "edited"; tip: string };
+
+/** 只读地查看课程历史的状态（doctor 用）：不构建、不改分支、不写缓存。 */
+export async function inspectHistory(kitRoot: string, chapters: readonly Chapter[]): Promise<HistoryState> {
+  const gitDir = await locateGitDir(kitRoot);
+  const cached = readCache(path.join(gitDir, "pi-course", "history.json"));
+  const branchTip = await resolveBranch(kitRoot);
+  if (branchTip === undefined) return { state: "missing" };
+  if (cached && cached.key === cacheKey(chapters) && branchTip === cached.tip) return { state: "ready", tip: branchTip };
+  if (branchTip !== cached?.tip && !(await isCourseCommit(kitRoot, branchTip))) return { state: "edited", tip: branchTip };
+  return { state: "stale", tip: branchTip };
+}
+
 /** 不读缓存、不动分支，只在对象库里写出提交。 */
 export async function buildHistory(kitRoot: string, chapters: readonly Chapter[]): Promise<CourseHistory> {
   const scratch = mkdtempSync(path.join(os.tmpdir(), "pi-course-index-"));

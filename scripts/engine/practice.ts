@@ -3,6 +3,7 @@ import {
   existsSync,
   mkdirSync,
   readdirSync,
+  readFileSync,
   realpathSync,
   renameSync,
   rmdirSync,
@@ -38,6 +39,46 @@ export interface PracticeResult {
 /** 默认练习目录：课程套件旁边的 pi-practice-NN。 */
 export function defaultPracticeDir(kitRoot: string, chapter: Chapter): string {
   return path.join(path.dirname(kitRoot), `pi-practice-${chapter.id}`);
+}
+
+/** 读取练习目录的标记；目录里没有标记（不是练习目录）时返回 undefined，标记损坏时抛错。 */
+export function readPracticeMarker(dir: string): PracticeMarker | undefined {
+  const file = path.join(dir, PRACTICE_MARKER);
+  if (!existsSync(file)) return undefined;
+  try {
+    const marker = JSON.parse(readFileSync(file, "utf8")) as Partial<PracticeMarker>;
+    if (typeof marker.chapter === "string" && typeof marker.start === "string") {
+      return { chapter: marker.chapter, slug: marker.slug ?? "", start: marker.start, kitRoot: marker.kitRoot ?? "" };
+    }
+  } catch {
+    // 落到下面的统一说明
+  }
+  throw new CourseError("PRACTICE_MARKER_BROKEN", `${file} 已损坏：请用 npm run practice 重新创建一个练习目录，把你的文件搬过去`);
+}
+
+/**
+ * 确认 dir 是这一章的练习目录（有 .pi-course-practice.json 且章节一致），
+ * 否则抛出一句告诉学习者怎么办的错误。
+ */
+export function openPracticeDir(dir: string, chapter: Chapter): PracticeMarker {
+  if (!existsSync(dir)) {
+    throw new CourseError("PRACTICE_MISSING", `练习目录 ${dir} 不存在：先运行 npm run practice -- ${chapter.id}（或在命令后面写出你的练习目录）`);
+  }
+  if (!statSync(dir).isDirectory()) throw usageError("PRACTICE_NOT_DIR", `${dir} 不是目录`);
+  const marker = readPracticeMarker(dir);
+  if (!marker) {
+    throw usageError(
+      "NOT_PRACTICE_DIR",
+      `${dir} 不是练习目录（没有 ${PRACTICE_MARKER}）：练习目录由 npm run practice -- ${chapter.id} 创建`,
+    );
+  }
+  if (marker.chapter !== chapter.id) {
+    throw usageError(
+      "PRACTICE_OTHER_CHAPTER",
+      `${dir} 是第 ${marker.chapter} 章的练习目录，不是第 ${chapter.id} 章的；换成第 ${marker.chapter} 章，或运行 npm run practice -- ${chapter.id}`,
+    );
+  }
+  return marker;
 }
 
 /** 练习目录从哪个提交开始：观察章在目标上观察，重建章从起点动手。 */

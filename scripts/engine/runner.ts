@@ -38,12 +38,23 @@ export interface TestReport {
 
 const TSC_LINE = /^(.+?)\((\d+),(\d+)\): error (TS\d+): (.*)$/;
 
+export interface BuildOptions {
+  /** 另用一个 tsc 入口（bench 拿 TypeScript 5.9 做对照）；默认是项目自己的 typescript。 */
+  tsc?: string;
+  /** 中止时结束 tsc 子进程（watch 退出时用）。 */
+  signal?: AbortSignal;
+}
+
 /** 在课程项目（套件、worktree 或练习目录）里编译 @pi/course，返回结构化的错误。 */
-export function buildProject(projectDir: string): Promise<BuildResult> {
-  const tsc = path.join(projectDir, "node_modules", "typescript", "bin", "tsc");
+export function buildProject(projectDir: string, options: BuildOptions = {}): Promise<BuildResult> {
+  const tsc = options.tsc ?? path.join(projectDir, "node_modules", "typescript", "bin", "tsc");
   const args = [tsc, "-p", COURSE_PACKAGE, "--pretty", "false"];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: projectDir, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, args, {
+      cwd: projectDir,
+      stdio: ["ignore", "pipe", "pipe"],
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")));
     child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")));
@@ -80,14 +91,18 @@ const DRIVER = fileURLToPath(new URL("./test-driver.mjs", import.meta.url));
  */
 export function runTests(
   files: readonly string[],
-  options: { pattern?: string; timeoutMs?: number } = {},
+  options: { pattern?: string; timeoutMs?: number; signal?: AbortSignal } = {},
 ): Promise<TestReport> {
   const request = JSON.stringify({ files, pattern: options.pattern, timeoutMs: options.timeoutMs ?? 60_000 });
   const env = { ...process.env };
   delete env.NODE_TEST_CONTEXT; // 否则子进程里的 run() 会以为自己嵌套在另一个测试里
   delete env.NODE_OPTIONS;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [DRIVER, request], { env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [DRIVER, request], {
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
@@ -108,6 +123,11 @@ export function runTests(
       resolve({ tests, passed, failed: tests.length - passed });
     });
   });
+}
+
+/** 整个测试文件没能跑起来（例如 import 失败）时，node:test 以文件路径为名报告一次失败。 */
+export function isFileFailure(outcome: TestOutcome): boolean {
+  return !outcome.ok && outcome.name === outcome.file;
 }
 
 /** 失败信息里是否出现了某个片段：同时查看信息文字和断言的 actual / expected。 */

@@ -30,11 +30,30 @@ function failureOf(error) {
   return failure;
 }
 
+// 整个文件没能运行时（例如 import 失败），node:test 只说 “test failed”；
+// 真正的原因在那个文件的 stderr 里，取出第一行错误作为信息。
+const stderrByFile = new Map();
+
+function loadError(file) {
+  const lines = (stderrByFile.get(file) ?? []).join("").split("\n").map((line) => line.trim());
+  return lines.find((line) => /^(\w*Error\b|Error \[)/.test(line)) ?? lines.find((line) => line !== "" && !line.startsWith("node:"));
+}
+
 for await (const event of stream) {
+  if (event.type === "test:stderr" && event.data.file) {
+    const chunks = stderrByFile.get(event.data.file) ?? [];
+    chunks.push(event.data.message);
+    stderrByFile.set(event.data.file, chunks);
+    continue;
+  }
   if (event.type !== "test:pass" && event.type !== "test:fail") continue;
   const { data } = event;
   if (data.details?.type === "suite") continue;
   const record = { name: data.name, file: data.file ?? "", ok: event.type === "test:pass", skipped: data.skip !== undefined };
   if (!record.ok) Object.assign(record, failureOf(data.details?.error));
+  if (!record.ok && record.name === record.file) {
+    const reason = loadError(record.file);
+    if (reason) record.message = reason;
+  }
   process.stdout.write(`${JSON.stringify(record)}\n`);
 }

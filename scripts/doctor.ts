@@ -1,0 +1,126 @@
+import { parseArgs } from "node:util";
+
+import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
+import { paint, runCommand, userCwd } from "./engine/cli.js";
+import {
+  checkCheckout,
+  checkGit,
+  checkHistory,
+  checkInstall,
+  checkNode,
+  checkPracticeDir,
+  checkProgressFile,
+  repairLinks,
+  type DoctorCheck,
+} from "./engine/doctor.js";
+import { CourseError, isCourseError, usageError } from "./engine/errors.js";
+import { ensureHistory, type CourseHistory } from "./engine/history.js";
+import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
+import { emptyProgress, inspectProgress, progressPath } from "./engine/progress.js";
+import { choosePracticeDir } from "./engine/verify.js";
+
+const HELP = `用法：npm run doctor -- [章节] [目录] [--fix] [--json]
+
+给学习环境做一次体检，每一项不通过时都给出修复办法：
+Node.js 版本、git、课程套件是否为 git 仓库、依赖是否装好、课程历史、进度文件，
+以及一个练习目录的健康（标记、位置、依赖链接、测试文件是否被改动、文件监视）。
+
+[章节] 省略时检查下一章（npm run status 里标出的那一章）的练习目录。
+[目录] 省略时用 verify 的默认目录。
+
+  --fix    修复能自动修复的项：构建课程历史、重新链接练习目录的依赖（只动符号链接）
+  --json   以 JSON 输出检查结果
+  --help   显示本说明`;
+
+const SYMBOL: Record<DoctorCheck["status"], string> = { ok: "✓", warn: "!", fail: "✗", skip: "·" };
+const STYLE = { ok: "green", warn: "yellow", fail: "red", skip: "dim" } as const;
+
+await runCommand(async () => {
+  const { values, positionals } = parseCommandLine();
+  if (values.help) {
+    console.log(HELP);
+    return;
+  }
+  if (positionals.length > 2) throw usageError("TOO_MANY_ARGS", `最多两个参数（章节、目录），收到了：${positionals.join(" ")}`);
+  const [chapterInput, dirInput] = positionals;
+  if (dirInput !== undefined && dirInput.trim() === "") throw usageError("DIR_EMPTY", "练习目录参数是空字符串；省略它即可使用默认目录");
+
+  const checks: DoctorCheck[] = [];
+  const actions: string[] = [];
+  checks.push(checkNode(), await checkGit(), await checkCheckout(KIT_ROOT), ...checkInstall(KIT_ROOT));
+
+  let chapters: Chapter[] | undefined;
+  try {
+    chapters = loadChapters(LESSONS_DIR);
+    checks.push({ title: "课程章节", status: "ok", detail: `${chapters.length} 章：${chapters.map((chapter) => chapter.id).join(" ")}` });
+  } catch (error) {
+    if (!isCourseError(error)) throw error;
+    checks.push({ title: "课程章节", status: "fail", detail: error.message, fix: "git status 看看 lessons/ 是否被改动；git checkout -- lessons 还原" });
+  }
+  // 章节参数写错是用法错误，先于任何输出报告
+  const chapter = chapters && chapterInput !== undefined ? findChapter(chapters, chapterInput) : undefined;
+
+  let history: CourseHistory | undefined;
+  if (chapters) {
+    let historyCheck = await checkHistory(KIT_ROOT, chapters);
+    if (values.fix && historyCheck.status === "warn") {
+      await ensureHistory(KIT_ROOT, chapters);
+      actions.push("构建了课程历史");
+      historyCheck = await checkHistory(KIT_ROOT, chapters);
+    }
+    checks.push(historyCheck);
+    if (historyCheck.status === "ok") history = await ensureHistory(KIT_ROOT, chapters);
+  }
+
+  const file = progressPath();
+  checks.push(checkProgressFile(file));
+
+  if (chapters) {
+    const inspected = inspectProgress(file); // 只读：损坏的进度文件留给下一个会写入的命令去备份
+    const progress = inspected.state === "ok" ? inspected.progress : emptyProgress();
+    const target = chapter ?? chapters.find((candidate) => !progress.verified[candidate.id]) ?? chapters.at(-1);
+    if (target) {
+      const { dir, explicit } = choosePracticeDir(KIT_ROOT, target, progress, dirInput, userCwd());
+      let practice = await checkPracticeDir({ kitRoot: KIT_ROOT, chapter: target, chapters, history, dir, explicit });
+      if (values.fix && practice.some((check) => check.title.includes("依赖链接") && check.status === "fail")) {
+        actions.push(...repairLinks(KIT_ROOT, dir));
+        practice = await checkPracticeDir({ kitRoot: KIT_ROOT, chapter: target, chapters, history, dir, explicit });
+      }
+      checks.push(...practice);
+    }
+  }
+
+  const failed = checks.filter((check) => check.status === "fail").length;
+  const warned = checks.filter((check) => check.status === "warn").length;
+  if (values.json) {
+    console.log(JSON.stringify({ checks, actions, failed, warned }, null, 2));
+    if (failed > 0) process.exitCode = 1;
+    return;
+  }
+
+  console.log(paint("bold", "学习环境体检"));
+  console.log("");
+  for (const check of checks) {
+    console.log(`${paint(STYLE[check.status], SYMBOL[check.status])} ${check.title}：${check.detail}`);
+    if (check.fix && check.status !== "ok") {
+      const [first = "", ...rest] = check.fix.split("\n");
+      console.log(`    ${paint("cyan", "修复：")}${first}`);
+      for (const line of rest) console.log(`          ${line}`);
+    }
+  }
+  for (const action of actions) console.log(`${paint("green", "已修复：")}${action}`);
+  console.log("");
+  if (failed > 0) throw new CourseError("DOCTOR_FAILED", `体检发现 ${failed} 个问题${warned > 0 ? `、${warned} 个提醒` : ""}（修复办法见上）`);
+  console.log(warned > 0 ? paint("yellow", `没有阻碍学习的问题；${warned} 个提醒见上。`) : paint("green", "一切正常，可以开始学习。"));
+});
+
+function parseCommandLine() {
+  try {
+    return parseArgs({
+      allowPositionals: true,
+      options: { fix: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    });
+  } catch (error) {
+    throw usageError("BAD_ARGS", `无法识别的参数：${(error as Error).message}。用 --help 查看用法`);
+  }
+}

@@ -1,0 +1,110 @@
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+import type { Chapter } from "./chapters.js";
+import { CourseError } from "./errors.js";
+import { checkoutTree, type CourseHistory } from "./history.js";
+import { createPractice } from "./practice.js";
+import { buildProject, compiledTestPath, runTests } from "./runner.js";
+
+/**
+ * DESIGN §7 的目标，逐项测中位数。每个场景是一个异步函数，
+ * bench 命令决定跑几次、怎样打印；这里只负责“准备 + 计时一次”。
+ */
+export interface Target {
+  /** 上限（毫秒）或下限（倍数）。 */
+  limit: number;
+  kind: "max-ms" | "min-ratio";
+  text: string;
+}
+
+export const TARGETS = {
+  loop: { limit: 1_000, kind: "max-ms", text: "≤ 1 s" },
+  ratio: { limit: 3, kind: "min-ratio", text: "≥ 3×" },
+  practice: { limit: 1_000, kind: "max-ms", text: "≤ 1 s" },
+  history: { limit: 3_000, kind: "max-ms", text: "≤ 3 s" },
+  npmTest: { limit: 180_000, kind: "max-ms", text: "≤ 3 min" },
+} as const satisfies Record<string, Target>;
+
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[middle] ?? Number.NaN) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
+}
+
+export function meets(target: Target, value: number): boolean {
+  return target.kind === "max-ms" ? value <= target.limit : value >= target.limit;
+}
+
+export async function timed(action: () => Promise<void>): Promise<number> {
+  const started = performance.now();
+  await action();
+  return performance.now() - started;
+}
+
+/** bench 练习哪一章：默认是最后一个重建章（代码最多、编译最慢）。 */
+export function benchChapter(chapters: readonly Chapter[]): Chapter {
+  const chapter = [...chapters].reverse().find((candidate) => candidate.mode === "重建") ?? chapters.at(-1);
+  if (!chapter) throw new CourseError("NO_CHAPTERS", "没有任何章节可以测");
+  return chapter;
+}
+
+/** 一个“已经做完”的练习目录：practice 创建，再把目标提交的文件铺上去。 */
+export async function solvedPractice(kitRoot: string, chapter: Chapter, history: CourseHistory, dir: string): Promise<void> {
+  await createPractice({ kitRoot, chapter, history, dir });
+  const target = history.chapters[chapter.id]?.target;
+  if (!target) throw new CourseError("HISTORY_STALE", `课程历史里没有第 ${chapter.id} 章`);
+  await checkoutTree(kitRoot, target, dir);
+}
+
+/** 学习循环：编译 + 本章聚焦测试，正是 watch 每次保存后做的事。tsc 可以换成别的版本。 */
+export async function learnerLoop(dir: string, chapter: Chapter, tsc?: string): Promise<{ buildMs: number; totalMs: number }> {
+  const started = performance.now();
+  const build = await buildProject(dir, tsc ? { tsc } : {});
+  const buildMs = performance.now() - started;
+  if (!build.ok) throw new CourseError("BENCH_BUILD_FAILED", `bench 的练习目录编译失败：${build.errors[0]?.message ?? build.output.slice(0, 200)}`);
+  const report = await runTests([compiledTestPath(dir, chapter.focusedTest.path)]);
+  if (report.failed > 0 || report.passed !== chapter.focusedTest.count) {
+    throw new CourseError("BENCH_TESTS_FAILED", `bench 的练习目录里聚焦测试没有全部通过（${report.passed}/${report.tests.length}）`);
+  }
+  return { buildMs, totalMs: performance.now() - started };
+}
+
+/** 像学习者一样在子进程里运行一个套件命令；失败时带上它的 stderr。 */
+export function runKitScript(kitRoot: string, script: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<void> {
+  return spawnChecked(process.execPath, ["--import", "tsx", path.join(kitRoot, "scripts", `${script}.ts`), ...args], kitRoot, env);
+}
+
+export function spawnChecked(command: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, env: { ...process.env, NO_COLOR: "1", ...env }, stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      if (code === 0) resolve();
+      else reject(new CourseError("BENCH_STEP_FAILED", `${path.basename(args[2] ?? command)} ${args.slice(3).join(" ")} 以 ${code} 退出：${stderr.trim().split("\n")[0] ?? ""}`));
+    });
+  });
+}
+
+/**
+ * 首次构建课程历史：一个只含主分支的新克隆（没有任何课程提交的对象），
+ * 在里面运行 npm run course -- history 的同一条命令并计时。克隆本身不计时。
+ */
+export async function freshClone(kitRoot: string, into: string): Promise<string> {
+  const dir = mkdtempSync(path.join(into, "clone-"));
+  rmSync(dir, { recursive: true });
+  await spawnChecked("git", ["clone", "--quiet", "--no-hardlinks", "--single-branch", "--no-tags", kitRoot, dir], into);
+  symlinkSync(path.join(kitRoot, "node_modules"), path.join(dir, "node_modules"), "junction");
+  return dir;
+}
+
+export function benchWorkRoot(): { dir: string; remove: () => void } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "pi-course-bench-"));
+  mkdirSync(dir, { recursive: true });
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}

@@ -1,0 +1,307 @@
+import { execFile } from "node:child_process";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, unlinkSync, watch } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+import type { Chapter } from "./chapters.js";
+import { isCourseError } from "./errors.js";
+import { inspectHistory, locateGitDir, shortHash, type CourseHistory } from "./history.js";
+import { COURSE_BRANCH, COURSE_PACKAGE, isInside } from "./paths.js";
+import { practiceStart, readPracticeMarker, PRACTICE_MARKER } from "./practice.js";
+import { inspectProgress, PROGRESS_ENV } from "./progress.js";
+import { testFileChanges } from "./verify.js";
+
+/**
+ * doctor 的每一项检查：结论、一句说明，以及不通过时的修复办法。
+ * 检查只读；能自动修的（重建历史、重新链接练习目录的依赖）由命令在 --fix 时调用 repair* 函数。
+ */
+export type CheckStatus = "ok" | "warn" | "fail" | "skip";
+
+export interface DoctorCheck {
+  title: string;
+  status: CheckStatus;
+  detail: string;
+  fix?: string;
+}
+
+const MIN_NODE: [number, number] = [20, 12];
+const MIN_GIT: [number, number] = [2, 30];
+
+function atLeast(version: string, minimum: [number, number]): boolean {
+  const [major = 0, minor = 0] = version.split(".").map((part) => Number.parseInt(part, 10));
+  return major > minimum[0] || (major === minimum[0] && minor >= minimum[1]);
+}
+
+export function checkNode(version: string = process.versions.node): DoctorCheck {
+  const title = "Node.js";
+  const fix = "安装 Node.js 20 LTS 或更新版本（https://nodejs.org/ 或 nvm install 20）";
+  if (atLeast(version, MIN_NODE)) return { title, status: "ok", detail: `${version}（需要 ≥ ${MIN_NODE.join(".")}）` };
+  if (atLeast(version, [20, 0])) {
+    return { title, status: "warn", detail: `${version}：能用，但颜色输出等功能需要 ≥ ${MIN_NODE.join(".")}`, fix };
+  }
+  return { title, status: "fail", detail: `${version}：太旧，课程需要 Node.js ≥ 20`, fix };
+}
+
+export function checkGit(): Promise<DoctorCheck> {
+  const title = "git";
+  return new Promise((resolve) => {
+    execFile("git", ["--version"], { env: { PATH: process.env.PATH ?? "", LANG: "C", LC_ALL: "C" } }, (error, stdout) => {
+      if (error) {
+        resolve({ title, status: "fail", detail: "找不到 git 命令", fix: `安装 git（≥ ${MIN_GIT.join(".")}）并确认它在 PATH 中` });
+        return;
+      }
+      const version = /(\d+\.\d+(?:\.\d+)?)/.exec(stdout)?.[1] ?? "未知";
+      resolve(
+        atLeast(version, MIN_GIT)
+          ? { title, status: "ok", detail: version }
+          : { title, status: "warn", detail: `${version}：比 ${MIN_GIT.join(".")} 旧，部分命令可能失败`, fix: "升级 git" },
+      );
+    });
+  });
+}
+
+export async function checkCheckout(kitRoot: string): Promise<DoctorCheck> {
+  const title = "课程套件";
+  try {
+    await locateGitDir(kitRoot);
+    return { title, status: "ok", detail: `${kitRoot} 是 git 仓库` };
+  } catch (error) {
+    if (!isCourseError(error)) throw error;
+    return { title, status: "fail", detail: error.message, fix: "git clone 课程仓库，而不是下载压缩包" };
+  }
+}
+
+function packageVersion(dir: string): string | undefined {
+  try {
+    return (JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as { version?: string }).version;
+  } catch {
+    return undefined;
+  }
+}
+
+/** 依赖是否装好：node_modules 在，TypeScript 是 7，.bin/tsc 指向它（而不是 bench 用的 5.9）。 */
+export function checkInstall(kitRoot: string): DoctorCheck[] {
+  const modules = path.join(kitRoot, "node_modules");
+  const fix = `在 ${kitRoot} 里运行 npm ci`;
+  if (!existsSync(modules)) return [{ title: "依赖", status: "fail", detail: "还没有安装（没有 node_modules）", fix }];
+  const checks: DoctorCheck[] = [];
+  const missing = ["typescript", "tsx", "simple-git", "@types/node"].filter((name) => !packageVersion(path.join(modules, name)));
+  const ts = packageVersion(path.join(modules, "typescript"));
+  if (missing.length > 0) checks.push({ title: "依赖", status: "fail", detail: `缺少 ${missing.join("、")}`, fix });
+  else if (!ts?.startsWith("7.")) checks.push({ title: "依赖", status: "fail", detail: `typescript 是 ${ts}，课程需要 7.x`, fix });
+  else checks.push({ title: "依赖", status: "ok", detail: `typescript ${ts} · tsx ${packageVersion(path.join(modules, "tsx"))}` });
+
+  const bin = path.join(modules, ".bin", "tsc");
+  let binTarget = "";
+  try {
+    binTarget = realpathSync(bin);
+  } catch {
+    // 下面按“不存在”处理
+  }
+  const expected = path.join(modules, "typescript");
+  if (binTarget === "" || !isInside(realpathSync(expected), binTarget)) {
+    checks.push({
+      title: "tsc 命令",
+      status: ts ? "fail" : "skip",
+      detail: binTarget ? `node_modules/.bin/tsc 指向 ${path.relative(modules, binTarget)}，不是 TypeScript 7` : "node_modules/.bin/tsc 不存在",
+      fix: "删掉 node_modules 后运行 npm ci（npm install 追加依赖时可能让 tsc 指向别的版本）",
+    });
+  } else {
+    checks.push({ title: "tsc 命令", status: "ok", detail: "node_modules/.bin/tsc → TypeScript 7" });
+  }
+  const ts59 = packageVersion(path.join(modules, "typescript-5.9"));
+  checks.push(
+    ts59
+      ? { title: "TypeScript 5.9（bench 对照）", status: "ok", detail: ts59 }
+      : { title: "TypeScript 5.9（bench 对照）", status: "warn", detail: "没有安装；只有 npm run bench 需要它", fix },
+  );
+  return checks;
+}
+
+export async function checkHistory(kitRoot: string, chapters: readonly Chapter[]): Promise<DoctorCheck> {
+  const title = "课程历史";
+  try {
+    const state = await inspectHistory(kitRoot, chapters);
+    switch (state.state) {
+      case "ready":
+        return { title, status: "ok", detail: `${chapters.length} 章，分支 ${COURSE_BRANCH} → ${shortHash(state.tip)}，缓存有效` };
+      case "missing":
+        return { title, status: "warn", detail: `还没有构建分支 ${COURSE_BRANCH}（第一次运行命令时会自动构建，约 1 秒）`, fix: "npm run course -- history，或 npm run doctor -- --fix" };
+      case "stale":
+        return { title, status: "warn", detail: "课文或补丁变了，历史会在下一次命令时自动重建", fix: "npm run course -- history，或 npm run doctor -- --fix" };
+      case "edited":
+        return {
+          title,
+          status: "fail",
+          detail: `分支 ${COURSE_BRANCH} 上有不是课程生成的提交（${shortHash(state.tip)}），命令会拒绝覆盖它`,
+          fix: `git branch -m ${COURSE_BRANCH} my-course-notes 把它改名保留，然后重新运行命令`,
+        };
+    }
+  } catch (error) {
+    if (!isCourseError(error)) throw error;
+    return { title, status: "fail", detail: error.message };
+  }
+}
+
+export function checkProgressFile(file: string): DoctorCheck {
+  const title = "进度文件";
+  const inspected = inspectProgress(file);
+  switch (inspected.state) {
+    case "missing":
+      return { title, status: "ok", detail: `${file}（还没有：第一次 verify 或 hint 时创建）` };
+    case "ok": {
+      const lit = Object.keys(inspected.progress.verified).length;
+      return { title, status: "ok", detail: `${file}（已点亮 ${lit} 章）` };
+    }
+    case "corrupt":
+      return {
+        title,
+        status: "warn",
+        detail: `${file} ${inspected.reason}`,
+        fix: `下一次 verify / hint / status 会把它备份成 progress.json.corrupt-时间 并从空白开始；也可以用 ${PROGRESS_ENV} 换个位置`,
+      };
+  }
+}
+
+/** 一个练习目录的健康：标记、位置、依赖链接、测试文件、文件监视。 */
+export async function checkPracticeDir(options: {
+  kitRoot: string;
+  chapter: Chapter;
+  chapters: readonly Chapter[];
+  history: CourseHistory | undefined;
+  dir: string;
+  explicit: boolean;
+}): Promise<DoctorCheck[]> {
+  const { kitRoot, chapter, dir } = options;
+  const title = `练习目录（第 ${chapter.id} 章）`;
+  if (!existsSync(dir)) {
+    return [
+      {
+        title,
+        status: options.explicit ? "fail" : "skip",
+        detail: `${dir} 不存在`,
+        fix: `npm run practice -- ${chapter.id}${options.explicit ? ` ${dir}` : ""}`,
+      },
+    ];
+  }
+  let marker;
+  try {
+    marker = readPracticeMarker(dir);
+  } catch (error) {
+    if (!isCourseError(error)) throw error;
+    return [{ title, status: "fail", detail: error.message, fix: `npm run practice -- ${chapter.id} <新目录>，再把你的文件搬过去` }];
+  }
+  if (!marker) return [{ title, status: "fail", detail: `${dir} 不是练习目录（没有 ${PRACTICE_MARKER}）`, fix: `npm run practice -- ${chapter.id}` }];
+  if (marker.chapter !== chapter.id) {
+    return [{ title, status: "fail", detail: `${dir} 是第 ${marker.chapter} 章的练习目录`, fix: `npm run doctor -- ${marker.chapter} ${dir}` }];
+  }
+  const checks: DoctorCheck[] = [{ title, status: "ok", detail: dir }];
+  if (isInside(realpathSync(kitRoot), realpathSync(dir))) {
+    checks.push({ title: "  位置", status: "fail", detail: "在课程套件之内：模块解析会找到最终答案", fix: `npm run practice -- ${chapter.id}（默认建在套件旁边）` });
+  }
+  if (marker.kitRoot && path.resolve(marker.kitRoot) !== path.resolve(kitRoot)) {
+    checks.push({ title: "  来源", status: "warn", detail: `由另一份课程套件创建（${marker.kitRoot}）`, fix: `用那份套件运行命令，或 npm run practice -- ${chapter.id} 重新创建` });
+  }
+  if (options.history) {
+    const start = practiceStart(chapter, options.history);
+    if (marker.start !== start) {
+      checks.push({
+        title: "  版本",
+        status: "warn",
+        detail: `取自 ${shortHash(marker.start)}，课程现在的起点是 ${shortHash(start)}`,
+        fix: `npm run practice -- ${chapter.id} <新目录>，再把你的改动搬过去`,
+      });
+    }
+  }
+  checks.push(checkLinks(kitRoot, dir, chapter));
+  if (options.history) {
+    const { missing, modified } = await testFileChanges(kitRoot, options.history, chapter, options.chapters, dir);
+    const changed = [...missing, ...modified];
+    checks.push(
+      changed.length === 0
+        ? { title: "  测试文件", status: "ok", detail: "与课程版本一致" }
+        : {
+            title: "  测试文件",
+            status: "warn",
+            detail: `${changed.map((change) => path.basename(change.file)).join("、")} ${missing.length > 0 ? "缺失或" : ""}被改动过；verify 不会点亮本章`,
+            fix: changed.map((change) => `git -C ${kitRoot} show ${shortHash(change.commit)}:${change.file} > ${path.join(dir, change.file)}`).join("\n"),
+          },
+    );
+  }
+  checks.push(checkWatching(dir, chapter));
+  return checks;
+}
+
+/** 练习目录的 node_modules 是逐项指向套件依赖的链接；找出缺的、断的，以及不该有的 @pi。 */
+export function brokenLinks(kitRoot: string, dir: string): { missing: string[]; broken: string[]; forbidden: boolean } {
+  const source = path.join(kitRoot, "node_modules");
+  const target = path.join(dir, "node_modules");
+  const expected = existsSync(source) ? readdirSync(source).filter((entry) => entry !== "@pi" && !entry.startsWith(".package-lock")) : [];
+  const missing: string[] = [];
+  const broken: string[] = [];
+  for (const entry of expected) {
+    const link = path.join(target, entry);
+    let isLink = false;
+    try {
+      isLink = lstatSync(link).isSymbolicLink();
+    } catch {
+      missing.push(entry);
+      continue;
+    }
+    if (isLink && !existsSync(link)) broken.push(entry);
+  }
+  return { missing, broken, forbidden: existsSync(path.join(target, "@pi")) };
+}
+
+function checkLinks(kitRoot: string, dir: string, chapter: Chapter): DoctorCheck {
+  const title = "  依赖链接";
+  if (!existsSync(path.join(dir, "node_modules"))) {
+    return { title, status: "fail", detail: "没有 node_modules", fix: `npm run doctor -- ${chapter.id} ${dir} --fix` };
+  }
+  const { missing, broken, forbidden } = brokenLinks(kitRoot, dir);
+  if (forbidden) {
+    return { title, status: "fail", detail: "node_modules 里有 @pi：import 可能解析到套件里的最终答案", fix: `npm run doctor -- ${chapter.id} ${dir} --fix` };
+  }
+  if (missing.length > 0 || broken.length > 0) {
+    const list = [...missing.map((entry) => `缺少 ${entry}`), ...broken.map((entry) => `${entry} 的链接断了`)];
+    return { title, status: "fail", detail: list.slice(0, 4).join("、") + (list.length > 4 ? " 等" : ""), fix: `npm run doctor -- ${chapter.id} ${dir} --fix` };
+  }
+  return { title, status: "ok", detail: "指向套件的依赖，完好" };
+}
+
+/** 重新链接练习目录的依赖：只动符号链接（缺的补上、断的重建、@pi 移除），从不删除真正的文件。 */
+export function repairLinks(kitRoot: string, dir: string): string[] {
+  const actions: string[] = [];
+  const target = path.join(dir, "node_modules");
+  mkdirSync(target, { recursive: true });
+  const { missing, broken, forbidden } = brokenLinks(kitRoot, dir);
+  if (forbidden) {
+    const pi = path.join(target, "@pi");
+    if (lstatSync(pi).isSymbolicLink()) unlinkSync(pi);
+    else rmSync(pi, { recursive: true, force: true }); // 只可能是在练习目录里 npm install 装进来的工作区链接
+    actions.push("移除了 node_modules/@pi");
+  }
+  for (const entry of broken) {
+    unlinkSync(path.join(target, entry));
+    missing.push(entry);
+  }
+  for (const entry of missing) symlinkSync(path.join(kitRoot, "node_modules", entry), path.join(target, entry), "junction");
+  if (missing.length > 0) actions.push(`重新链接了 ${missing.length} 项依赖：${missing.slice(0, 5).join("、")}${missing.length > 5 ? " 等" : ""}`);
+  return actions;
+}
+
+/** 文件监视能否工作：WSL 的 /mnt 与网络盘通常收不到变更事件。 */
+export function checkWatching(dir: string, chapter: Chapter): DoctorCheck {
+  const title = "  文件监视";
+  const fix = `npm run watch -- ${chapter.id} --poll`;
+  if (os.release().toLowerCase().includes("microsoft") && dir.startsWith("/mnt/")) {
+    return { title, status: "warn", detail: "WSL 的 /mnt 下收不到文件变更事件", fix: `${fix}（或把练习目录放到 Linux 文件系统里，例如 ~/pi-practice-${chapter.id}）` };
+  }
+  try {
+    const watcher = watch(path.join(dir, COURSE_PACKAGE), { recursive: true });
+    watcher.close();
+    return { title, status: "ok", detail: "文件变更事件可用（npm run watch）" };
+  } catch (error) {
+    return { title, status: "warn", detail: `文件变更事件不可用（${(error as NodeJS.ErrnoException).code ?? (error as Error).message}）`, fix };
+  }
+}

@@ -1,0 +1,136 @@
+import type { Chapter, Lab, TestRun } from "./chapters.js";
+import { isFileFailure, type BuildResult, type TestOutcome, type TscError } from "./runner.js";
+
+/**
+ * 把一次测试运行的结果按实践归类：每个实践的每条运行命令用自己的
+ * --test-name-pattern 选出测试（与 node --test 的选择相同），再与声明的计数比较。
+ */
+export interface RunResult {
+  run: TestRun;
+  /** 被这条命令选中的测试。 */
+  tests: TestOutcome[];
+  passed: number;
+  ok: boolean;
+}
+
+export interface LabResult {
+  lab: Lab;
+  runs: RunResult[];
+  ok: boolean;
+  /** 这个实践选中的测试里第一条失败的（按测试文件里的顺序）。 */
+  firstFailure?: TestOutcome;
+}
+
+export function selectTests(tests: readonly TestOutcome[], run: Pick<TestRun, "pattern">): TestOutcome[] {
+  const named = tests.filter((test) => !isFileFailure(test));
+  if (run.pattern === undefined) return named;
+  const pattern = new RegExp(run.pattern);
+  return named.filter((test) => pattern.test(test.name));
+}
+
+/**
+ * 按实践归类。整份文件一起跑时，一个挂住的测试会让同文件的其他测试被取消；
+ * 所以 isolated 里可以放某个 pattern 单独运行（与 node --test --test-name-pattern 相同）的结果，
+ * 有它就用它，没有就从整份文件的结果里按名称挑选。
+ */
+export function labResults(
+  chapter: Chapter,
+  focused: readonly TestOutcome[],
+  isolated: ReadonlyMap<string, readonly TestOutcome[]> = new Map(),
+): LabResult[] {
+  return chapter.labs.map((lab) => {
+    const runs = lab.runs.map((run): RunResult => {
+      const alone = run.pattern === undefined ? undefined : isolated.get(run.pattern);
+      const tests = alone ? selectTests(alone, {}) : selectTests(focused, run);
+      const passed = tests.filter((test) => test.ok).length;
+      return { run, tests, passed, ok: tests.length === run.expect.total && passed === run.expect.pass };
+    });
+    const failures = runs.flatMap((run) => run.tests.filter((test) => !test.ok));
+    const firstFailure = failures[0];
+    return { lab, runs, ok: runs.every((run) => run.ok), ...(firstFailure ? { firstFailure } : {}) };
+  });
+}
+
+/** 哪些 pattern 需要单独再跑一次：整份文件的结果里，它选中的测试没有全部按声明通过。 */
+export function patternsToIsolate(chapter: Chapter, focused: readonly TestOutcome[]): string[] {
+  const patterns = new Set<string>();
+  for (const lab of chapter.labs) {
+    for (const run of lab.runs) {
+      if (run.pattern === undefined) continue;
+      const tests = selectTests(focused, run);
+      const passed = tests.filter((test) => test.ok).length;
+      if (tests.length !== run.expect.total || passed !== run.expect.pass) patterns.add(run.pattern);
+    }
+  }
+  return [...patterns];
+}
+
+/** 第一个还没通过的实践：watch 的“当前实践”、hint 的默认实践。 */
+export function currentLab(results: readonly LabResult[]): LabResult | undefined {
+  return results.find((result) => !result.ok);
+}
+
+/** 更早章节的测试结果（回归检查）。 */
+export interface EarlierResult {
+  chapter: Chapter;
+  tests: TestOutcome[];
+  passed: number;
+  ok: boolean;
+}
+
+/** 一次检查里最先该看的那一处偏差；后面的失败常常是它的连锁反应。 */
+export type Deviation =
+  | { kind: "tsc"; error: TscError; count: number }
+  | { kind: "build"; output: string }
+  | { kind: "load"; test: TestOutcome; chapter: Chapter }
+  | { kind: "test"; test: TestOutcome; chapter: Chapter; lab?: Lab }
+  | { kind: "count"; lab: Lab; result: RunResult }
+  | { kind: "missing"; files: TestFileChange[] }
+  | { kind: "modified"; files: TestFileChange[] };
+
+/** 一份缺失或被改动的测试文件，以及它应有的版本所在的提交。 */
+export interface TestFileChange {
+  file: string;
+  commit: string;
+}
+
+export interface DeviationInput {
+  chapter: Chapter;
+  build: BuildResult;
+  focused: readonly TestOutcome[];
+  labs: readonly LabResult[];
+  earlier: readonly EarlierResult[];
+  /** 练习目录里缺少的测试文件（相对项目根）。 */
+  missing?: readonly TestFileChange[];
+  /** 与课程版本不同的测试文件。 */
+  modified?: readonly TestFileChange[];
+}
+
+/**
+ * 按学习者该处理的顺序找第一处偏差：编译错误 → 测试文件跑不起来 →
+ * 本章按实践顺序的第一条失败 → 计数不对 → 更早章节的回归 → 测试文件缺失或被改动。
+ */
+export function firstDeviation(input: DeviationInput): Deviation | undefined {
+  const { chapter, build } = input;
+  const [firstError] = build.errors;
+  if (firstError) return { kind: "tsc", error: firstError, count: build.errors.length };
+  if (!build.ok) return { kind: "build", output: build.output };
+  const loadFailure = input.focused.find(isFileFailure);
+  if (loadFailure) return { kind: "load", test: loadFailure, chapter };
+  for (const result of input.labs) {
+    if (result.firstFailure) return { kind: "test", test: result.firstFailure, chapter, lab: result.lab };
+  }
+  const unlabelled = input.focused.find((test) => !test.ok);
+  if (unlabelled) return { kind: "test", test: unlabelled, chapter };
+  for (const result of input.labs) {
+    const wrong = result.runs.find((run) => !run.ok);
+    if (wrong) return { kind: "count", lab: result.lab, result: wrong };
+  }
+  for (const earlier of input.earlier) {
+    const failure = earlier.tests.find((test) => !test.ok);
+    if (failure) return isFileFailure(failure) ? { kind: "load", test: failure, chapter: earlier.chapter } : { kind: "test", test: failure, chapter: earlier.chapter };
+  }
+  if (input.missing && input.missing.length > 0) return { kind: "missing", files: [...input.missing] };
+  if (input.modified && input.modified.length > 0) return { kind: "modified", files: [...input.modified] };
+  return undefined;
+}

@@ -1,0 +1,182 @@
+import path from "node:path";
+import { inspect, type styleText } from "node:util";
+
+import type { Chapter, Lab } from "./chapters.js";
+import { LADDER_HEIGHT, levelName } from "./hints.js";
+import type { Deviation, LabResult, RunResult } from "./labs.js";
+import { shortHash } from "./history.js";
+import type { PracticeCheck } from "./verify.js";
+
+/**
+ * verify、watch、hint 共用的几段文字：每个实践一行、第一处偏差、提示是否可用。
+ * 只返回文字行；颜色由调用方传入的 paint 决定（终端外自动是纯文本）。
+ */
+export type Style = Parameters<typeof styleText>[0];
+export type Painter = (style: Style, text: string) => string;
+
+const LABEL_WIDTH = 10;
+
+/** 终端里的显示宽度：中文字符占两列。 */
+function displayWidth(text: string): number {
+  return [...text].reduce((sum, char) => sum + ((char.codePointAt(0) ?? 0) >= 0x2e80 ? 2 : 1), 0);
+}
+
+export function pad(text: string, width: number): string {
+  return text + " ".repeat(Math.max(1, width - displayWidth(text)));
+}
+
+function label(text: string): string {
+  return pad(text, LABEL_WIDTH);
+}
+
+export function mark(ok: boolean, paint: Painter): string {
+  return ok ? paint("green", "✓") : paint("red", "✗");
+}
+
+function runText(result: RunResult): string {
+  // 选中的数量和声明不同（测试被改名、增删）时标出来；一项都没跑（文件没能加载）时不添乱
+  const selected = result.tests.length === result.run.expect.total || result.tests.length === 0 ? "" : `（选中 ${result.tests.length}）`;
+  const text = `${result.passed}/${result.run.expect.total}${selected}`;
+  return result.run.pattern === undefined ? `全部 ${text}` : text;
+}
+
+export function buildLine(check: Pick<PracticeCheck, "build" | "buildMs">, paint: Painter): string {
+  if (check.build.ok) return `${label("编译")}${mark(true, paint)} ${seconds(check.buildMs)}`;
+  const count = check.build.errors.length;
+  return `${label("编译")}${mark(false, paint)} ${count > 0 ? `${count} 条 tsc 错误` : "tsc 以非零状态退出"}`;
+}
+
+export function labLines(labs: readonly LabResult[], paint: Painter): string[] {
+  return labs.map((result) => {
+    const counts = result.runs.map(runText).join(" · ");
+    return `${label(`实践 ${result.lab.id}`)}${mark(result.ok, paint)} ${pad(counts, 14)}${paint("dim", result.lab.title)}`;
+  });
+}
+
+/** verify 的完整报告：编译、各实践、更早章节、测试文件。 */
+export function checkLines(check: PracticeCheck, paint: Painter): string[] {
+  const lines = [buildLine(check, paint), ...labLines(check.labs, paint)];
+  if (check.earlier.length > 0) {
+    const ok = check.earlier.every((result) => result.ok);
+    const parts = check.earlier.map((result) => {
+      const text = `${result.chapter.id} ${result.passed}/${Math.max(result.tests.length, result.chapter.focusedTest.count)}`;
+      return result.ok ? text : paint("red", text);
+    });
+    lines.push(`${label("更早章节")}${mark(ok, paint)} ${parts.join(" · ")}${ok ? "" : paint("red", "  ← 回归")}`);
+  }
+  if (check.missing.length > 0 || check.modified.length > 0) {
+    lines.push(`${label("测试文件")}${mark(false, paint)} ${[...check.missing, ...check.modified].length} 份与课程版本不同`);
+  }
+  return lines;
+}
+
+export interface DeviationContext {
+  kitRoot: string;
+  dir: string;
+}
+
+/** 第一处偏差：第一条失败断言的期望与实际，或第一条 tsc 错误的文件与行号。 */
+export function deviationLines(deviation: Deviation, context: DeviationContext, paint: Painter): string[] {
+  switch (deviation.kind) {
+    case "tsc": {
+      const { error, count } = deviation;
+      return [
+        `${paint("bold", `${error.file}:${error.line}:${error.column}`)} ${paint("red", error.code)} ${error.message}`,
+        paint("dim", count > 1 ? `（共 ${count} 条 tsc 错误；先修第一条，后面的常常随之消失）` : "（只有这一条 tsc 错误）"),
+      ];
+    }
+    case "build":
+      return [
+        "tsc 失败，但没有给出可解析的错误：",
+        ...firstLines(deviation.output, 5).map((line) => `  ${line}`),
+        paint("dim", "可能是练习目录的依赖链接坏了：运行 npm run doctor 检查"),
+      ];
+    case "load":
+      return [
+        `${paint("bold", path.basename(deviation.test.file))} 没能运行${deviation.chapter ? `（第 ${deviation.chapter.id} 章的测试）` : ""}：`,
+        `  ${paint("red", deviation.test.message ?? "测试文件没能加载")}`,
+        ...(explain(deviation.test.message) ? [`  ${paint("dim", explain(deviation.test.message) ?? "")}`] : []),
+      ];
+    case "test": {
+      const where = deviation.lab ? `实践 ${deviation.lab.id}` : `第 ${deviation.chapter.id} 章`;
+      return [`${paint("red", "✗")} 「${deviation.test.name}」${paint("dim", `（${where}）`)}`, ...failureLines(deviation.test, paint)];
+    }
+    case "count": {
+      const { run } = deviation.result;
+      const selector = run.pattern === undefined ? "整个聚焦测试" : `--test-name-pattern="${run.pattern}"`;
+      return [
+        `实践 ${deviation.lab.id}：${selector} 应当 ${run.expect.pass}/${run.expect.total}，实际选中 ${deviation.result.tests.length} 项、通过 ${deviation.result.passed} 项`,
+        paint("dim", "测试名称或数量和课程声明的不一样：测试文件是否被改过？"),
+      ];
+    }
+    case "missing":
+    case "modified": {
+      const what = deviation.kind === "missing" ? "缺少测试文件" : "测试文件被改动过";
+      const lines = [`${paint("red", what)}：测试是这一章的规格，让它变绿的唯一办法是让代码满足它。恢复原样：`];
+      for (const change of deviation.files) {
+        lines.push(`  git -C ${context.kitRoot} show ${shortHash(change.commit)}:${change.file} > ${path.join(context.dir, change.file)}`);
+      }
+      return lines;
+    }
+  }
+}
+
+function failureLines(test: { message?: string; actual?: unknown; expected?: unknown }, paint: Painter): string[] {
+  const lines: string[] = [];
+  const hasValues = test.expected !== undefined || test.actual !== undefined;
+  const message = test.message ?? "";
+  // 断言自带的 diff 很长；有 expected / actual 时只保留第一行说明
+  lines.push(...firstLines(message, hasValues ? 1 : 6).map((line) => `  ${line}`));
+  const why = explain(message);
+  if (why) lines.push(`  ${paint("dim", why)}`);
+  if (hasValues) {
+    lines.push(`  ${paint("green", "期望")}：${indentTail(show(test.expected))}`);
+    lines.push(`  ${paint("red", "实际")}：${indentTail(show(test.actual))}`);
+  }
+  return lines;
+}
+
+/** node:test 常见的英文失败说明，配一句中文解释它通常意味着什么。 */
+const EXPLANATIONS: Array<[RegExp, string]> = [
+  [/Promise resolution is still pending but the event loop has already resolved/, "测试在等一个永远不会兑现的 Promise：通常是流没有结束，或者没人调用 resolve。"],
+  [/test timed out after \d+ms/, "测试超时：某个 await 一直没有等到结果。"],
+  [/test did not finish before its parent and was cancelled/, "测试被取消：同一文件里更早的测试挂住了。"],
+  [/ERR_MODULE_NOT_FOUND|Cannot find module/, "找不到模块：检查文件是否存在、import 路径是否以 .js 结尾。"],
+  [/is not a function|is not a constructor/, "调用的东西不存在或不是函数：检查导出名与签名。"],
+];
+
+export function explain(message: string | undefined): string | undefined {
+  if (!message) return undefined;
+  return EXPLANATIONS.find(([pattern]) => pattern.test(message))?.[1];
+}
+
+function show(value: unknown): string {
+  const text = inspect(value, { depth: 6, breakLength: 90, maxArrayLength: 20, maxStringLength: 600 });
+  const lines = text.split("\n");
+  return lines.length > 14 ? [...lines.slice(0, 14), "…"].join("\n") : text;
+}
+
+function indentTail(text: string): string {
+  return text.split("\n").join("\n        ");
+}
+
+function firstLines(text: string, count: number): string[] {
+  return text
+    .split("\n")
+    .map((line) => line.trimEnd())
+    .filter((line) => line.trim() !== "")
+    .slice(0, count);
+}
+
+/** 某个实践的提示还剩几级，下一条命令是什么。 */
+export function hintLine(chapter: Chapter, lab: Lab, shown: number, paint: Painter): string {
+  if (shown >= LADDER_HEIGHT) {
+    return `提示：实践 ${lab.id} 的四级提示都看过了；回看用 ${paint("cyan", `npm run hint -- ${chapter.id} ${lab.id} --level N`)}`;
+  }
+  const next = shown + 1;
+  return `提示：实践 ${lab.id} 还有 ${LADDER_HEIGHT - shown} 级可看 → ${paint("cyan", `npm run hint -- ${chapter.id} ${lab.id}`)}（第 ${next} 级 · ${levelName(next)}）`;
+}
+
+export function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(2)} s`;
+}

@@ -1,0 +1,143 @@
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+
+import type { Chapter } from "./chapters.js";
+import { readCommittedFile, type CourseHistory } from "./history.js";
+import { firstDeviation, labResults, patternsToIsolate, type Deviation, type EarlierResult, type LabResult, type TestFileChange } from "./labs.js";
+import { defaultPracticeDir, practiceStart, readPracticeMarker } from "./practice.js";
+import type { Progress } from "./progress.js";
+import { buildProject, compiledTestPath, isFileFailure, runTests, type BuildResult, type TestOutcome } from "./runner.js";
+
+/**
+ * 检查一个练习目录：编译、运行测试、按实践归类、找出第一处偏差。
+ * verify 用 scope "all"（本章 + 更早章节 + 测试文件是否被改动），
+ * watch 与 hint 用 scope "focused"（只跑本章，越快越好）。
+ */
+export interface PracticeCheck {
+  chapter: Chapter;
+  dir: string;
+  build: BuildResult;
+  buildMs: number;
+  testMs: number;
+  focused: TestOutcome[];
+  labs: LabResult[];
+  earlier: EarlierResult[];
+  missing: TestFileChange[];
+  modified: TestFileChange[];
+  deviation?: Deviation;
+  /** 编译干净、每个实践计数准确、更早章节全绿、测试文件原样：可以点亮。 */
+  passed: boolean;
+}
+
+export interface CheckOptions {
+  dir: string;
+  chapter: Chapter;
+  chapters: readonly Chapter[];
+  scope: "focused" | "all";
+  /** scope 为 all 时用来核对测试文件是否与课程版本一致。 */
+  integrity?: { kitRoot: string; history: CourseHistory };
+  signal?: AbortSignal;
+}
+
+export async function checkPractice(options: CheckOptions): Promise<PracticeCheck> {
+  const { dir, chapter, scope, signal } = options;
+  const earlierChapters = scope === "all" ? options.chapters.filter((other) => other.id < chapter.id) : [];
+  const signalOption = signal ? { signal } : {};
+
+  const buildStarted = performance.now();
+  const build = await buildProject(dir, signalOption);
+  const buildMs = performance.now() - buildStarted;
+
+  const focusedFile = compiledTestPath(dir, chapter.focusedTest.path);
+  const earlierFiles = new Map(earlierChapters.map((other) => [compiledTestPath(dir, other.focusedTest.path), other]));
+  const files = [focusedFile, ...earlierFiles.keys()].filter((file) => existsSync(file));
+  const testStarted = performance.now();
+  const report = files.length > 0 ? await runTests(files, signalOption) : { tests: [], passed: 0, failed: 0 };
+  const focused = report.tests.filter((test) => test.file === focusedFile);
+  // 有失败时，按实践的 pattern 单独再跑一次：一个挂住的测试不该连累别的实践
+  const isolated = new Map<string, TestOutcome[]>();
+  if (existsSync(focusedFile) && !focused.some(isFileFailure)) {
+    const patterns = patternsToIsolate(chapter, focused);
+    const reports = await Promise.all(patterns.map((pattern) => runTests([focusedFile], { pattern, ...signalOption })));
+    patterns.forEach((pattern, index) => isolated.set(pattern, reports[index]?.tests ?? []));
+  }
+  const testMs = performance.now() - testStarted;
+  const labs = labResults(chapter, focused, isolated);
+  const earlier = [...earlierFiles].map(([file, other]): EarlierResult => {
+    const tests = report.tests.filter((test) => test.file === file);
+    const passed = tests.filter((test) => test.ok).length;
+    return { chapter: other, tests, passed, ok: passed === tests.length && tests.length === other.focusedTest.count };
+  });
+
+  let missing: TestFileChange[] = [];
+  let modified: TestFileChange[] = [];
+  if (scope === "all" && options.integrity) {
+    ({ missing, modified } = await testFileChanges(options.integrity.kitRoot, options.integrity.history, chapter, options.chapters, dir));
+  }
+  const deviation = firstDeviation({ chapter, build, focused, labs, earlier, missing, modified });
+  const passed =
+    deviation === undefined &&
+    build.ok &&
+    focused.length === chapter.focusedTest.count &&
+    labs.every((lab) => lab.ok) &&
+    earlier.every((result) => result.ok);
+  return { chapter, dir, build, buildMs, testMs, focused, labs, earlier, missing, modified, ...(deviation ? { deviation } : {}), passed };
+}
+
+/**
+ * 测试是本章的规格：练习目录里本章与更早章节的测试文件必须与创建时放进去的版本一致
+ * （本章的聚焦测试取自目标，其余取自起点）。换行符差异不算改动。
+ */
+export async function testFileChanges(
+  kitRoot: string,
+  history: CourseHistory,
+  chapter: Chapter,
+  chapters: readonly Chapter[],
+  dir: string,
+): Promise<{ missing: TestFileChange[]; modified: TestFileChange[] }> {
+  const start = practiceStart(chapter, history);
+  const target = history.chapters[chapter.id]?.target ?? start;
+  const missing: TestFileChange[] = [];
+  const modified: TestFileChange[] = [];
+  for (const other of chapters.filter((candidate) => candidate.id <= chapter.id)) {
+    const file = other.focusedTest.path;
+    const commit = other.id === chapter.id ? target : start;
+    let expected: string;
+    try {
+      expected = await readCommittedFile(kitRoot, commit, file);
+    } catch {
+      continue; // 那个提交里没有这个文件：不是练习目录该有的
+    }
+    const actualPath = path.join(dir, file);
+    if (!existsSync(actualPath)) missing.push({ file, commit });
+    else if (normalise(readFileSync(actualPath, "utf8")) !== normalise(expected)) modified.push({ file, commit });
+  }
+  return { missing, modified };
+}
+
+function normalise(text: string): string {
+  return text.replace(/\r\n/g, "\n");
+}
+
+/**
+ * 命令没写目录时用哪个练习目录：进度里记下的（仍然存在且属于这一章），
+ * 否则是套件旁边的默认目录。
+ */
+export function choosePracticeDir(
+  kitRoot: string,
+  chapter: Chapter,
+  progress: Progress,
+  input: string | undefined,
+  cwd: string,
+): { dir: string; explicit: boolean } {
+  if (input !== undefined) return { dir: path.resolve(cwd, input), explicit: true };
+  const recorded = progress.practiceDirs[chapter.id];
+  if (recorded && existsSync(recorded)) {
+    try {
+      if (readPracticeMarker(recorded)?.chapter === chapter.id) return { dir: recorded, explicit: false };
+    } catch {
+      // 记下的目录标记坏了：退回默认目录
+    }
+  }
+  return { dir: defaultPracticeDir(kitRoot, chapter), explicit: false };
+}

@@ -1,0 +1,135 @@
+import { existsSync, readdirSync, statSync, watch, type FSWatcher } from "node:fs";
+import path from "node:path";
+
+/**
+ * 监视一棵目录：文件保存后（去抖）回调一次。默认用 fs.watch 的递归事件；
+ * 没有可靠变更事件的文件系统（WSL 的 /mnt、网络盘）用 poll：定时比较 mtime 与大小。
+ * 事件模式起不来时自动退回 poll，并通过 onFallback 说明原因。
+ */
+export interface WatchOptions {
+  root: string;
+  /** 相对 root 的路径（用 / 分隔）；返回 true 表示忽略，例如编译输出 dist/。 */
+  ignore?: (relative: string) => boolean;
+  poll?: boolean;
+  intervalMs?: number;
+  debounceMs?: number;
+  onChange: (files: string[]) => void;
+  onFallback?: (reason: string) => void;
+}
+
+export interface Watcher {
+  readonly mode: "events" | "poll";
+  close(): void;
+}
+
+export const DEFAULT_POLL_INTERVAL_MS = 400;
+export const DEFAULT_DEBOUNCE_MS = 150;
+
+/** 编辑器保存时留下的临时文件：它们的变化不值得重跑一次。 */
+export function isEditorNoise(relative: string): boolean {
+  const name = path.posix.basename(relative);
+  return name.endsWith("~") || /\.(swp|swx|swo|tmp)$/.test(name) || name.startsWith(".#") || name === "4913";
+}
+
+export function watchTree(options: WatchOptions): Watcher {
+  const debounceMs = options.debounceMs ?? DEFAULT_DEBOUNCE_MS;
+  const ignore = (relative: string) => isEditorNoise(relative) || (options.ignore?.(relative) ?? false);
+  const pending = new Set<string>();
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+
+  const changed = (relative: string) => {
+    if (closed || ignore(relative)) return;
+    pending.add(relative);
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => {
+      timer = undefined;
+      const files = [...pending].sort();
+      pending.clear();
+      if (!closed) options.onChange(files);
+    }, debounceMs);
+  };
+
+  let inner: { close(): void } | undefined;
+  let mode: Watcher["mode"] = "poll";
+  if (!options.poll) {
+    try {
+      inner = watchEvents(options.root, changed, (reason) => {
+        // 事件监视中途出错（例如 inotify 句柄用完）：换成轮询，继续工作
+        if (closed) return;
+        inner?.close();
+        options.onFallback?.(reason);
+        inner = watchPolling(options.root, ignore, options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS, changed);
+        mode = "poll";
+      });
+      mode = "events";
+    } catch (error) {
+      options.onFallback?.(`无法使用文件变更事件（${(error as NodeJS.ErrnoException).code ?? (error as Error).message}），改用轮询`);
+    }
+  }
+  if (!inner) inner = watchPolling(options.root, ignore, options.intervalMs ?? DEFAULT_POLL_INTERVAL_MS, changed);
+
+  return {
+    get mode() {
+      return mode;
+    },
+    close() {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      inner?.close();
+    },
+  };
+}
+
+function watchEvents(root: string, changed: (relative: string) => void, failed: (reason: string) => void): { close(): void } {
+  const watcher: FSWatcher = watch(root, { recursive: true }, (_event, filename) => {
+    if (filename) changed(String(filename).split(path.sep).join("/"));
+  });
+  watcher.on("error", (error: NodeJS.ErrnoException) => failed(`文件变更事件出错（${error.code ?? error.message}），改用轮询`));
+  return { close: () => watcher.close() };
+}
+
+function watchPolling(
+  root: string,
+  ignore: (relative: string) => boolean,
+  intervalMs: number,
+  changed: (relative: string) => void,
+): { close(): void } {
+  let previous = snapshot(root, ignore);
+  const interval = setInterval(() => {
+    const current = snapshot(root, ignore);
+    for (const [file, signature] of current) if (previous.get(file) !== signature) changed(file);
+    for (const file of previous.keys()) if (!current.has(file)) changed(file);
+    previous = current;
+  }, intervalMs);
+  return { close: () => clearInterval(interval) };
+}
+
+/** 目录下每个文件的 “mtime:大小”，键是相对路径。 */
+export function snapshot(root: string, ignore: (relative: string) => boolean = () => false): Map<string, string> {
+  const files = new Map<string, string>();
+  const walk = (dir: string, prefix: string) => {
+    let entries;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return; // 目录在遍历途中被删掉了：下一轮再看
+    }
+    for (const entry of entries) {
+      const relative = prefix ? `${prefix}/${entry.name}` : entry.name;
+      if (ignore(relative) || entry.name === "node_modules") continue;
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full, relative);
+      else if (entry.isFile()) {
+        try {
+          const stat = statSync(full);
+          files.set(relative, `${stat.mtimeMs}:${stat.size}`);
+        } catch {
+          // 文件刚被删除或改名
+        }
+      }
+    }
+  };
+  if (existsSync(root)) walk(root, "");
+  return files;
+}

@@ -1,0 +1,121 @@
+import { parseArgs } from "node:util";
+
+import { findChapter, loadChapters, type Chapter, type Lab } from "./engine/chapters.js";
+import { paint, runCommand, userCwd } from "./engine/cli.js";
+import { usageError } from "./engine/errors.js";
+import { findLab, LADDER_HEIGHT, levelName, nextHint } from "./engine/hints.js";
+import { currentLab } from "./engine/labs.js";
+import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
+import { openPracticeDir } from "./engine/practice.js";
+import { hintsShown, loadProgress, progressPath, recordHint, updateProgress, type Progress } from "./engine/progress.js";
+import { checkPractice, choosePracticeDir } from "./engine/verify.js";
+
+const HELP = `用法：npm run hint -- <章节> [实践] [--level N] [--dir 目录]
+
+展开一个实践的下一级提示。每个实践有四级，按顺序一级一级给：
+  1 定位文件 → 2 指出签名 → 3 伪代码 → 4 局部代码
+看过哪一级会记在进度里（npm run status 显示用了多少提示）。一级能解决就先别看下一级。
+
+[实践] 写 3.1，或在本章里简写成 1。省略时先在练习目录里跑一次聚焦测试，
+给第一个还没通过的实践。
+
+  --level N   回看已经看过的第 N 级（也可以是下一级；不能跳级）
+  --dir 目录  省略 [实践] 时在哪个练习目录里找没通过的实践（默认与 verify 相同）
+  --help      显示本说明`;
+
+await runCommand(async () => {
+  const { values, positionals } = parseCommandLine();
+  if (values.help) {
+    console.log(HELP);
+    return;
+  }
+  if (positionals.length > 2) throw usageError("TOO_MANY_ARGS", `最多两个参数（章节、实践），收到了：${positionals.join(" ")}`);
+  const requested = values.level === undefined ? undefined : parseLevel(values.level);
+  const chapters = loadChapters(LESSONS_DIR);
+  const chapter = findChapter(chapters, positionals[0]);
+  const file = progressPath();
+  const loaded = loadProgress(file);
+  if (loaded.warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${loaded.warning}\n`);
+
+  let lab: Lab;
+  let reason = "";
+  if (positionals[1] !== undefined) {
+    lab = findLab(chapter, positionals[1]);
+  } else {
+    const picked = await failingLab(chapter, chapters, loaded.progress, values.dir);
+    if (!picked) {
+      console.log(paint("green", `第 ${chapter.id} 章的聚焦测试已经全部通过，不需要提示。`));
+      console.log(`想回看某个实践的提示：npm run hint -- ${chapter.id} ${chapter.labs[0]?.id ?? ""} --level 1`);
+      console.log(`记下进度：npm run verify -- ${chapter.id}`);
+      return;
+    }
+    ({ lab, reason } = picked);
+  }
+
+  const shown = hintsShown(loaded.progress, chapter.id, lab.id);
+  const step = nextHint(lab, shown, requested);
+  if (step.isNew) updateProgress(file, (progress) => recordHint(progress, chapter.id, lab.id, step.level));
+  const seen = Math.max(shown, step.level);
+
+  console.log(paint("bold", `第 ${chapter.id} 章 · 实践 ${lab.id} · ${lab.title}`));
+  if (reason) console.log(paint("dim", reason));
+  console.log("");
+  console.log(paint("cyan", `提示 ${step.level}/${LADDER_HEIGHT} · ${step.name}`));
+  for (const line of step.text.split("\n")) console.log(`  ${line}`);
+  console.log("");
+  const ladder = Array.from({ length: LADDER_HEIGHT }, (_, index) => {
+    const level = index + 1;
+    const name = `${level} ${levelName(level)}`;
+    if (level === step.level) return paint("cyan", `● ${name}`);
+    return level <= seen ? paint("green", `✓ ${name}`) : paint("dim", `○ ${name}`);
+  });
+  console.log(`梯子：${ladder.join(" → ")}`);
+  if (step.top) {
+    console.log(`这是最后一级。写完后运行 npm run verify -- ${chapter.id}`);
+  } else if (seen > step.level) {
+    console.log(`这是回看；你已经看到第 ${seen} 级（${levelName(seen)}）。`);
+  } else {
+    console.log(`还卡着？下一级：npm run hint -- ${chapter.id} ${lab.id}（${levelName(step.level + 1)}）。先试试这一级够不够。`);
+  }
+});
+
+/** 在练习目录里跑一次聚焦测试，找第一个没通过的实践；没有练习目录时按顺序挑提示还没看完的实践。 */
+async function failingLab(
+  chapter: Chapter,
+  chapters: readonly Chapter[],
+  progress: Progress,
+  dirInput: string | undefined,
+): Promise<{ lab: Lab; reason: string } | undefined> {
+  const { dir, explicit } = choosePracticeDir(KIT_ROOT, chapter, progress, dirInput, userCwd());
+  try {
+    openPracticeDir(dir, chapter);
+  } catch (error) {
+    if (explicit) throw error;
+    const lab = chapter.labs.find((candidate) => hintsShown(progress, chapter.id, candidate.id) < LADDER_HEIGHT) ?? chapter.labs.at(-1);
+    if (!lab) throw error;
+    return { lab, reason: `（没找到第 ${chapter.id} 章的练习目录，按顺序给实践 ${lab.id} 的提示）` };
+  }
+  const check = await checkPractice({ dir, chapter, chapters, scope: "focused" });
+  const failing = currentLab(check.labs);
+  if (!failing) return undefined;
+  return { lab: failing.lab, reason: `（${dir} 里实践 ${failing.lab.id} 还没通过，所以给它的提示）` };
+}
+
+function parseLevel(text: string): number {
+  const level = Number(text);
+  if (!/^\d+$/.test(text.trim()) || level < 1 || level > LADDER_HEIGHT) {
+    throw usageError("HINT_LEVEL_INVALID", `--level 应当是 1 到 ${LADDER_HEIGHT} 之间的整数，收到了 “${text}”`);
+  }
+  return level;
+}
+
+function parseCommandLine() {
+  try {
+    return parseArgs({
+      allowPositionals: true,
+      options: { level: { type: "string" }, dir: { type: "string" }, help: { type: "boolean", short: "h" } },
+    });
+  } catch (error) {
+    throw usageError("BAD_ARGS", `无法识别的参数：${(error as Error).message}。用 --help 查看用法`);
+  }
+}

@@ -1,0 +1,122 @@
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { parseArgs } from "node:util";
+
+import { loadChapters } from "./engine/chapters.js";
+import { paint, runCommand, userCwd } from "./engine/cli.js";
+import { usageError } from "./engine/errors.js";
+import { ensureHistory } from "./engine/history.js";
+import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
+import { loadProgress, progressPath } from "./engine/progress.js";
+import { pad } from "./engine/screen.js";
+import { courseMap, type MapEntry } from "./engine/syllabus.js";
+import { choosePracticeDir } from "./engine/verify.js";
+
+const HELP = `用法：npm start，或 npm run status [-- --json]
+
+课程地图：按部分列出全部章节，verify 通过的章节被点亮（●），
+还标出下一章、它的练习目录，以及你用了多少级提示。
+地图只读进度文件，从不修改它；只有 npm run verify 看到全部通过时才会点亮一章。
+
+进度文件默认在 \${XDG_STATE_HOME:-~/.local/state}/pi-course/progress.json
+（Windows：%LOCALAPPDATA%\\pi-course\\progress.json），可用环境变量 PI_COURSE_PROGRESS 改到别处。
+
+  --json   以 JSON 输出地图
+  --help   显示本说明`;
+
+await runCommand(async () => {
+  const { values, positionals } = parseCommandLine();
+  if (values.help) {
+    console.log(HELP);
+    return;
+  }
+  if (positionals.length > 0) throw usageError("TOO_MANY_ARGS", `status 不接受参数，收到了：${positionals.join(" ")}（看单章用 npm run checkpoint -- <章节>）`);
+  const chapters = loadChapters(LESSONS_DIR);
+  const history = await ensureHistory(KIT_ROOT, chapters);
+  const file = progressPath();
+  const { progress, warning } = loadProgress(file);
+  if (warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${warning}\n`);
+  const targets = Object.fromEntries(Object.entries(history.chapters).map(([id, commits]) => [id, commits.target]));
+  const map = courseMap(chapters, progress, targets);
+  const next = map.next;
+  const nextDir = next ? choosePracticeDir(KIT_ROOT, next, progress, undefined, userCwd()).dir : undefined;
+  const totalHints = Object.keys(progress.hints).reduce(
+    (sum, id) => sum + Object.values(progress.hints[id] ?? {}).reduce((a, b) => a + b, 0),
+    0,
+  );
+
+  if (values.json) {
+    console.log(
+      JSON.stringify(
+        {
+          progressFile: file,
+          lit: map.lit,
+          open: map.open,
+          planned: map.planned,
+          hints: totalHints,
+          next: next ? { id: next.id, slug: next.slug, dir: nextDir, dirExists: nextDir !== undefined && existsSync(nextDir) } : null,
+          parts: map.parts.map((part) => ({
+            title: part.title,
+            chapters: part.entries.map(({ chapter: _chapter, ...entry }) => entry),
+          })),
+        },
+        null,
+        2,
+      ),
+    );
+    return;
+  }
+
+  console.log(paint("bold", "build-your-own-pi · 学习地图") + `    已点亮 ${map.lit}/${map.open} 章（规划 ${map.planned} 章）`);
+  for (const part of map.parts) {
+    console.log("");
+    const open = part.entries.some((entry) => entry.state !== "planned");
+    console.log(open ? paint("bold", part.title) : paint("dim", part.title));
+    for (const entry of part.entries) console.log(`  ${entryLine(entry, entry.id === next?.id)}`);
+  }
+  console.log("");
+  if (next && nextDir) {
+    console.log(paint("bold", `下一章：第 ${next.id} 章 · ${next.title}`) + `（${next.mode}，约 ${next.minutes} 分钟）`);
+    console.log(`  ${next.summary}`);
+    if (existsSync(nextDir)) {
+      console.log(`  练习目录：${nextDir}`);
+      console.log(`  做完后运行：${paint("cyan", `npm run verify -- ${next.id}`)}    卡住时：${paint("cyan", `npm run hint -- ${next.id}`)}`);
+      console.log(`  边写边看：${paint("cyan", `npm run watch -- ${next.id}`)}`);
+    } else {
+      console.log(`  还没有练习目录：${paint("cyan", `npm run practice -- ${next.id}`)}（会创建 ${path.relative(userCwd(), nextDir) || nextDir}）`);
+    }
+  } else if (map.open > 0) {
+    console.log(paint("green", `已开放的 ${map.open} 章全部点亮。后面的章节还在写，敬请期待。`));
+  }
+  console.log(paint("dim", `提示：共展开 ${totalHints} 级 · 进度文件：${file}`));
+});
+
+function entryLine(entry: MapEntry, isNext: boolean): string {
+  const hints = entry.hints > 0 ? paint("dim", `提示 ${entry.hints} 级`) : "";
+  switch (entry.state) {
+    case "lit":
+      return `${paint("green", "●")} ${entry.id} ${pad(entry.title, 46)}${paint("green", `已点亮 ${day(entry.verifiedAt)}`)}  ${hints}`.trimEnd();
+    case "lit-old":
+      return `${paint("green", "●")} ${entry.id} ${pad(entry.title, 46)}${paint("yellow", "已点亮（课程已更新，可重新 verify）")} ${hints}`.trimEnd();
+    case "open":
+      return `○ ${entry.id} ${pad(entry.title, 46)}${isNext ? paint("cyan", "← 下一章") + "  " : ""}${hints}`.trimEnd();
+    case "planned":
+      return paint("dim", `· ${entry.id} ${pad(entry.title, 46)}未开放`);
+  }
+}
+
+/** 2026-11-30T10:45:04Z → 11-30（本地时间）。 */
+function day(iso: string | undefined): string {
+  if (!iso) return "";
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return "";
+  return `${String(date.getMonth() + 1).padStart(2, "0")}-${String(date.getDate()).padStart(2, "0")}`;
+}
+
+function parseCommandLine() {
+  try {
+    return parseArgs({ allowPositionals: true, options: { json: { type: "boolean" }, help: { type: "boolean", short: "h" } } });
+  } catch (error) {
+    throw usageError("BAD_ARGS", `无法识别的参数：${(error as Error).message}。用 --help 查看用法`);
+  }
+}

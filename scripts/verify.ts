@@ -1,0 +1,138 @@
+import { parseArgs } from "node:util";
+
+import { paint, runCommand, userCwd } from "./engine/cli.js";
+import { openChapter } from "./engine/course.js";
+import { CourseError, usageError } from "./engine/errors.js";
+import { shortHash } from "./engine/history.js";
+import { currentLab } from "./engine/labs.js";
+import { KIT_ROOT } from "./engine/paths.js";
+import { openPracticeDir, practiceStart } from "./engine/practice.js";
+import { hintsShown, loadProgress, progressPath, recordVerified, updateProgress } from "./engine/progress.js";
+import { checkLines, deviationLines, hintLine, seconds, type Painter } from "./engine/screen.js";
+import { checkPractice, choosePracticeDir, type PracticeCheck } from "./engine/verify.js";
+
+const HELP = `用法：npm run verify -- <章节> [目录] [--json]
+
+构建练习目录，运行本章的聚焦测试和每一章更早的测试（回归会显出来），
+按实践报告结果，只指出第一处偏差：第一条失败断言的期望与实际，或第一条 tsc 错误的文件与行号。
+全部通过时把本章记为已完成，在 npm run status 的地图上点亮。
+
+<章节> 可以写 3、03 或 message-ir。
+[目录] 默认是 practice 为本章创建的练习目录（通常是套件旁边的 ../pi-practice-NN）。
+进度文件的位置见 npm run status；可用环境变量 PI_COURSE_PROGRESS 改到别处。
+
+  --json   以 JSON 输出结果（给导师或工具读取）
+  --help   显示本说明`;
+
+const color: Painter = (style, text) => paint(style, text);
+
+await runCommand(async () => {
+  const { values, positionals } = parseCommandLine();
+  if (values.help) {
+    console.log(HELP);
+    return;
+  }
+  if (positionals.length > 2) throw usageError("TOO_MANY_ARGS", `最多两个参数（章节、目录），收到了：${positionals.join(" ")}`);
+  const [chapterInput, dirInput] = positionals;
+  if (dirInput !== undefined && dirInput.trim() === "") throw usageError("DIR_EMPTY", "练习目录参数是空字符串；省略它即可使用默认目录");
+  const { chapters, chapter, history } = await openChapter(chapterInput);
+  const file = progressPath();
+  const loaded = loadProgress(file);
+  if (loaded.warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${loaded.warning}\n`);
+  const { dir } = choosePracticeDir(KIT_ROOT, chapter, loaded.progress, dirInput, userCwd());
+  const marker = openPracticeDir(dir, chapter);
+
+  const check = await checkPractice({ dir, chapter, chapters, scope: "all", integrity: { kitRoot: KIT_ROOT, history } });
+  const target = history.chapters[chapter.id]?.target ?? "";
+
+  if (check.passed) {
+    updateProgress(file, (progress) => {
+      recordVerified(progress, chapter.id, { target, verifiedAt: new Date().toISOString(), dir });
+      progress.practiceDirs[chapter.id] ??= dir;
+    });
+  }
+
+  if (values.json) {
+    console.log(JSON.stringify(toJson(check, target), null, 2));
+    if (!check.passed) process.exitCode = 1;
+    return;
+  }
+
+  console.log(paint("bold", `第 ${chapter.id} 章 · ${chapter.title}`) + paint("dim", `  验证 ${dir}`));
+  if (marker.start !== practiceStart(chapter, history)) {
+    console.log(
+      paint("yellow", `这个练习目录取自旧版本的课程（${shortHash(marker.start)}）；课程已更新，起点现在是 ${shortHash(practiceStart(chapter, history))}。`),
+    );
+  }
+  console.log("");
+  for (const line of checkLines(check, color)) console.log(line);
+  console.log(paint("dim", `用时：编译 ${seconds(check.buildMs)} · 测试 ${seconds(check.testMs)}`));
+
+  if (check.passed) {
+    const index = chapters.indexOf(chapter);
+    const next = chapters[index + 1];
+    console.log("");
+    console.log(paint("green", `✓ 第 ${chapter.id} 章已点亮：编译干净，${check.focused.length} 项聚焦测试和更早章节的测试全部通过。`));
+    console.log("别忘了本章的故障实验和验收问题（见练习目录的 LEARNING.md）。");
+    if (next) console.log(`下一章：第 ${next.id} 章 · ${next.title} → ${paint("cyan", `npm run practice -- ${next.id}`)}`);
+    else console.log("这是目前开放的最后一章。npm run status 查看整张地图。");
+    return;
+  }
+
+  console.log("");
+  if (check.deviation) {
+    console.log(paint("bold", "第一处偏差："));
+    for (const line of deviationLines(check.deviation, { kitRoot: KIT_ROOT, dir }, color)) console.log(`  ${line}`);
+  }
+  const failing = currentLab(check.labs);
+  if (failing) {
+    console.log("");
+    console.log(hintLine(chapter, failing.lab, hintsShown(loaded.progress, chapter.id, failing.lab.id), color));
+  }
+  throw new CourseError("VERIFY_FAILED", `第 ${chapter.id} 章还没有通过${failing ? `：从实践 ${failing.lab.id} 开始` : ""}（第一处偏差见上）`);
+});
+
+function toJson(check: PracticeCheck, target: string) {
+  return {
+    chapter: check.chapter.id,
+    dir: check.dir,
+    target,
+    passed: check.passed,
+    build: { ok: check.build.ok, errors: check.build.errors, ms: Math.round(check.buildMs) },
+    labs: check.labs.map((result) => ({
+      id: result.lab.id,
+      ok: result.ok,
+      runs: result.runs.map((run) => ({
+        pattern: run.run.pattern ?? null,
+        expect: run.run.expect,
+        selected: run.tests.length,
+        passed: run.passed,
+      })),
+    })),
+    earlier: check.earlier.map((result) => ({ chapter: result.chapter.id, ok: result.ok, passed: result.passed, total: result.tests.length })),
+    tests: check.focused.map(({ name, ok, message }) => ({ name, ok, ...(message === undefined ? {} : { message }) })),
+    missing: check.missing,
+    modified: check.modified,
+    deviation: check.deviation ? jsonDeviation(check.deviation) : null,
+  };
+}
+
+function jsonDeviation(deviation: NonNullable<PracticeCheck["deviation"]>) {
+  switch (deviation.kind) {
+    case "test":
+    case "load":
+      return { kind: deviation.kind, chapter: deviation.chapter.id, lab: "lab" in deviation ? (deviation.lab?.id ?? null) : null, test: deviation.test };
+    case "count":
+      return { kind: deviation.kind, lab: deviation.lab.id, selected: deviation.result.tests.length, passed: deviation.result.passed, expect: deviation.result.run.expect };
+    default:
+      return deviation;
+  }
+}
+
+function parseCommandLine() {
+  try {
+    return parseArgs({ allowPositionals: true, options: { json: { type: "boolean" }, help: { type: "boolean", short: "h" } } });
+  } catch (error) {
+    throw usageError("BAD_ARGS", `无法识别的参数：${(error as Error).message}。用 --help 查看用法`);
+  }
+}

@@ -1,0 +1,231 @@
+import path from "node:path";
+import { parseArgs } from "node:util";
+
+import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
+import { paint, runCommand, userCwd } from "./engine/cli.js";
+import { usageError } from "./engine/errors.js";
+import { LADDER_HEIGHT, nextHint } from "./engine/hints.js";
+import { currentLab } from "./engine/labs.js";
+import { COURSE_PACKAGE, KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
+import { openPracticeDir } from "./engine/practice.js";
+import { hintsShown, inspectProgress, loadProgress, progressPath, recordHint, updateProgress } from "./engine/progress.js";
+import { buildLine, deviationLines, hintLine, labLines, seconds, type Painter } from "./engine/screen.js";
+import { checkPractice, choosePracticeDir, type PracticeCheck } from "./engine/verify.js";
+import { DEFAULT_POLL_INTERVAL_MS, watchTree, type Watcher } from "./engine/watch.js";
+
+const HELP = `用法：npm run watch -- <章节> [目录] [--poll] [--interval 毫秒]
+
+边写边测：每次保存练习目录里的文件，就重新编译并运行本章的聚焦测试，
+一屏显示当前实践、第一处偏差，以及还有没有提示可看。
+全部通过后用 npm run verify -- <章节> 连同更早章节一起验证并点亮本章。
+
+[目录] 默认与 verify 相同（practice 为本章创建的目录）。
+
+  --poll           定时比较文件，而不是等文件变更事件；
+                   用于收不到变更事件的文件系统（WSL 的 /mnt/c、网络盘、某些容器挂载）
+  --interval 毫秒  --poll 的检查间隔（默认 ${DEFAULT_POLL_INTERVAL_MS}）
+  --help           显示本说明
+
+在终端里运行时的按键：r 或回车 重跑 · h 展开当前实践的下一级提示 · q 或 Ctrl-C 退出`;
+
+const color: Painter = (style, text) => paint(style, text);
+
+async function main(): Promise<void> {
+  const { values, positionals } = parseCommandLine();
+  if (values.help) {
+    console.log(HELP);
+    return;
+  }
+  if (positionals.length > 2) throw usageError("TOO_MANY_ARGS", `最多两个参数（章节、目录），收到了：${positionals.join(" ")}`);
+  const intervalMs = values.interval === undefined ? undefined : parseInterval(values.interval);
+  if (intervalMs !== undefined && !values.poll) throw usageError("INTERVAL_WITHOUT_POLL", "--interval 只和 --poll 一起使用");
+  const chapters = loadChapters(LESSONS_DIR);
+  const chapter = findChapter(chapters, positionals[0]);
+  const file = progressPath();
+  const loaded = loadProgress(file);
+  if (loaded.warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${loaded.warning}\n`);
+  const { dir } = choosePracticeDir(KIT_ROOT, chapter, loaded.progress, positionals[1], userCwd());
+  openPracticeDir(dir, chapter);
+
+  await new Session(chapter, chapters, dir, file, { poll: values.poll ?? false, ...(intervalMs ? { intervalMs } : {}) }).run();
+}
+
+/** 一次 watch：串行地“编译 + 聚焦测试”，运行途中又有保存就在结束后再跑一次。 */
+class Session {
+  private watcher: Watcher | undefined;
+  private running: AbortController | undefined;
+  private again = false;
+  private runs = 0;
+  private trigger: string[] = [];
+  private last: PracticeCheck | undefined;
+  private shownHint: string[] = [];
+  private notice = "";
+  private stopped = false;
+  private lastMs = 0;
+  private finish: () => void = () => {};
+
+  constructor(
+    private readonly chapter: Chapter,
+    private readonly chapters: readonly Chapter[],
+    private readonly dir: string,
+    private readonly progressFile: string,
+    private readonly options: { poll: boolean; intervalMs?: number },
+  ) {}
+
+  async run(): Promise<void> {
+    const stopped = new Promise<void>((resolve) => (this.finish = resolve));
+    const stop = () => this.stop();
+    process.on("SIGINT", stop);
+    process.on("SIGTERM", stop);
+    this.listenToKeys();
+    this.watcher = watchTree({
+      root: path.join(this.dir, COURSE_PACKAGE),
+      ignore: (relative) => relative === "dist" || relative.startsWith("dist/") || relative.endsWith(".tsbuildinfo"),
+      poll: this.options.poll,
+      ...(this.options.intervalMs ? { intervalMs: this.options.intervalMs } : {}),
+      onChange: (files) => this.schedule(files.map((file) => `${COURSE_PACKAGE}/${file}`)),
+      onFallback: (reason) => {
+        this.notice = reason;
+      },
+    });
+    void this.cycle();
+    await stopped;
+    process.off("SIGINT", stop);
+    process.off("SIGTERM", stop);
+  }
+
+  private schedule(files: string[]): void {
+    this.trigger = files;
+    this.shownHint = [];
+    if (this.running) this.again = true;
+    else void this.cycle();
+  }
+
+  private async cycle(): Promise<void> {
+    const controller = new AbortController();
+    this.running = controller;
+    this.runs += 1;
+    const started = performance.now();
+    try {
+      this.last = await checkPractice({ dir: this.dir, chapter: this.chapter, chapters: this.chapters, scope: "focused", signal: controller.signal });
+      this.render(performance.now() - started);
+    } catch (error) {
+      if (controller.signal.aborted) return;
+      this.last = undefined;
+      this.notice = `这次运行出错了：${(error as Error).message}`;
+      this.render(performance.now() - started);
+    } finally {
+      if (this.running === controller) this.running = undefined;
+    }
+    if (this.again && this.watcher) {
+      this.again = false;
+      void this.cycle();
+    }
+  }
+
+  private render(ms: number): void {
+    this.lastMs = ms;
+    const out: string[] = [];
+    const { chapter } = this;
+    out.push(paint("bold", `第 ${chapter.id} 章 · ${chapter.title}`) + paint("dim", "  · watch"));
+    out.push(paint("dim", `练习目录：${this.dir}`));
+    out.push("");
+    const check = this.last;
+    if (check) {
+      out.push(buildLine(check, color), ...labLines(check.labs, color), "");
+      const failing = currentLab(check.labs);
+      if (check.passed || (!failing && !check.deviation)) {
+        out.push(paint("green", `✓ 聚焦测试全部通过（${check.focused.length}/${chapter.focusedTest.count}）。`));
+        out.push(`下一步：${paint("cyan", `npm run verify -- ${chapter.id}`)} 连同更早章节一起验证，并点亮本章。`);
+      } else {
+        if (failing) {
+          out.push(paint("bold", `当前实践：${failing.lab.id} · ${failing.lab.title}`));
+          out.push(paint("dim", `  目标：${failing.lab.goal}`));
+        }
+        if (check.deviation) {
+          out.push(paint("bold", "第一处偏差："));
+          for (const line of deviationLines(check.deviation, { kitRoot: KIT_ROOT, dir: this.dir }, color)) out.push(`  ${line}`);
+        }
+        if (failing) {
+          out.push("");
+          const inspected = inspectProgress(this.progressFile); // 只读：每次重跑都看一眼，另一个终端里的 hint 也算数
+          const shown = inspected.state === "ok" ? hintsShown(inspected.progress, chapter.id, failing.lab.id) : 0;
+          out.push(hintLine(chapter, failing.lab, shown, color) + (process.stdin.isTTY ? paint("dim", "（或按 h）") : ""));
+        }
+        if (this.shownHint.length > 0) out.push("", ...this.shownHint);
+      }
+    }
+    if (this.notice) out.push("", paint("yellow", this.notice));
+    const time = new Date().toLocaleTimeString("zh-CN", { hour12: false });
+    const cause = this.trigger.length > 0 ? ` · 触发：${this.trigger.slice(0, 3).join("、")}${this.trigger.length > 3 ? " 等" : ""}` : "";
+    const how = this.watcher?.mode === "events" ? "文件事件" : "轮询";
+    out.push("");
+    out.push(paint("dim", `[${time}] 第 ${this.runs} 次运行 · 用时 ${seconds(ms)}${cause}`));
+    out.push(paint("dim", `监视中（${how}）：保存文件即重跑，Ctrl-C 退出`));
+    if (process.stdout.isTTY) process.stdout.write("\x1b[2J\x1b[3J\x1b[H");
+    else process.stdout.write(`${"─".repeat(60)}\n`);
+    process.stdout.write(`${out.join("\n")}\n`);
+  }
+
+  /** 在终端里：r/回车 重跑，h 看下一级提示，q/Ctrl-C 退出。管道和测试里不读键盘。 */
+  private listenToKeys(): void {
+    const stdin = process.stdin;
+    if (!stdin.isTTY) return;
+    stdin.setRawMode(true);
+    stdin.setEncoding("utf8");
+    stdin.on("data", (key: string) => {
+      if (key === "\u0003" || key === "q") this.stop();
+      else if (key === "r" || key === "\r" || key === "\n") this.schedule(["（手动重跑）"]);
+      else if (key === "h") this.revealHint();
+    });
+  }
+
+  private revealHint(): void {
+    const failing = this.last ? currentLab(this.last.labs) : undefined;
+    if (!failing) return;
+    const { chapter } = this;
+    let level = 0;
+    updateProgress(this.progressFile, (progress) => {
+      const step = nextHint(failing.lab, hintsShown(progress, chapter.id, failing.lab.id));
+      level = step.level;
+      recordHint(progress, chapter.id, failing.lab.id, step.level);
+      this.shownHint = [paint("cyan", `提示 ${step.level}/${LADDER_HEIGHT} · ${step.name}`), ...step.text.split("\n").map((line) => `  ${line}`)];
+    });
+    if (level > 0) this.render(this.lastMs);
+  }
+
+  private stop(): void {
+    if (this.stopped) return; // Ctrl-C 可能同时从终端和 tsx 的转发各来一次
+    this.stopped = true;
+    this.watcher?.close();
+    this.watcher = undefined;
+    this.running?.abort();
+    if (process.stdin.isTTY) {
+      process.stdin.setRawMode(false);
+      process.stdin.pause();
+    }
+    process.stdout.write(`\n${paint("dim", "已停止监视。")}\n`);
+    this.finish();
+  }
+}
+
+function parseInterval(text: string): number {
+  const value = Number(text);
+  if (!/^\d+$/.test(text.trim()) || value < 50 || value > 60_000) {
+    throw usageError("INTERVAL_INVALID", `--interval 应当是 50 到 60000 之间的毫秒数，收到了 “${text}”`);
+  }
+  return value;
+}
+
+function parseCommandLine() {
+  try {
+    return parseArgs({
+      allowPositionals: true,
+      options: { poll: { type: "boolean" }, interval: { type: "string" }, help: { type: "boolean", short: "h" } },
+    });
+  } catch (error) {
+    throw usageError("BAD_ARGS", `无法识别的参数：${(error as Error).message}。用 --help 查看用法`);
+  }
+}
+
+await runCommand(main);

@@ -1,0 +1,115 @@
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, readFileSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import { checkNode } from "../scripts/engine/doctor.ts";
+import { runScript, tempDir } from "./helpers.ts";
+import { practice } from "./learner.ts";
+
+const work = tempDir("doctor");
+after(() => work.remove());
+
+test("Node.js 版本：≥ 20.12 通过，20.0–20.11 提醒，更旧的不通过；每一项都带修复办法", () => {
+  assert.equal(checkNode("22.3.0").status, "ok");
+  assert.equal(checkNode("20.12.0").status, "ok");
+  const old20 = checkNode("20.5.1");
+  assert.equal(old20.status, "warn");
+  assert.match(old20.fix ?? "", /Node\.js 20/);
+  const ancient = checkNode("18.19.0");
+  assert.equal(ancient.status, "fail");
+  assert.match(ancient.detail, /太旧/);
+});
+
+describe("doctor：体检并给出修复办法", () => {
+  const progress = path.join(work.dir, "progress.json");
+  const dir = path.join(work.dir, "pi-practice-03");
+  const doctor = (...args: string[]) => runScript("doctor", args, { env: { PI_COURSE_PROGRESS: progress } });
+
+  before(async () => {
+    await practice("03", dir, progress);
+  });
+
+  test("健康的环境与练习目录：每一项 ✓，退出码 0", async () => {
+    const { code, stdout, stderr } = await doctor("03", dir);
+    assert.equal(code, 0, stdout + stderr);
+    for (const line of [/✓ Node\.js：\d+\.\d+\.\d+/, /✓ git：\d/, /✓ 课程套件：.* 是 git 仓库/, /✓ 依赖：typescript 7\./, /✓ tsc 命令：node_modules\/\.bin\/tsc → TypeScript 7/, /课程历史：/, /✓ 进度文件：/, /✓ 练习目录（第 03 章）：/, /✓ {3}依赖链接/, /✓ {3}测试文件：与课程版本一致/, / {3}文件监视/]) {
+      assert.match(stdout, line);
+    }
+  });
+
+  test("断掉的依赖链接与被改动的测试：指出问题与修复命令，退出码 1；--fix 只重新链接依赖", async () => {
+    unlinkSync(path.join(dir, "node_modules", "tsx"));
+    unlinkSync(path.join(dir, "node_modules", "simple-git"));
+    symlinkSync(path.join(work.dir, "gone"), path.join(dir, "node_modules", "simple-git"));
+    const testFile = path.join(dir, "packages/pi-course/test/03-message-ir.test.ts");
+    const original = readFileSync(testFile, "utf8");
+    writeFileSync(testFile, original.replace("test(", "test.skip("));
+
+    const broken = await doctor("03", dir);
+    assert.equal(broken.code, 1);
+    assert.match(broken.stdout, /✗ {3}依赖链接：缺少 tsx、simple-git 的链接断了/);
+    assert.ok(broken.stdout.includes(`修复：npm run doctor -- 03 ${dir} --fix`));
+    assert.match(broken.stdout, /! {3}测试文件：03-message-ir\.test\.ts 被改动过/);
+    assert.match(broken.stdout, /修复：git -C .+ show [0-9a-f]{8}:packages\/pi-course\/test\/03-message-ir\.test\.ts > /);
+    assert.match(broken.stderr, /^错误：体检发现 1 个问题、1 个提醒/);
+
+    const fixed = await doctor("03", dir, "--fix");
+    assert.equal(fixed.code, 0, fixed.stdout + fixed.stderr);
+    assert.match(fixed.stdout, /已修复：重新链接了 2 项依赖/);
+    assert.ok(existsSync(path.join(dir, "node_modules", "tsx", "package.json")));
+    assert.ok(existsSync(path.join(dir, "node_modules", "simple-git", "package.json")));
+    assert.notEqual(readFileSync(testFile, "utf8"), original, "--fix 从不改学习者的文件");
+    writeFileSync(testFile, original);
+  });
+
+  test("不是练习目录、练习目录不存在：不通过并给出创建命令", async () => {
+    const plain = path.join(work.dir, "plain");
+    mkdirSync(plain);
+    const notPractice = await doctor("03", plain);
+    assert.equal(notPractice.code, 1);
+    assert.match(notPractice.stdout, /✗ 练习目录（第 03 章）：.* 不是练习目录/);
+    const missing = await doctor("03", path.join(work.dir, "nowhere"));
+    assert.equal(missing.code, 1);
+    assert.match(missing.stdout, /不存在\n\s+修复：npm run practice -- 03 /);
+  });
+
+  test("损坏的进度文件：提醒但不动它（doctor 只读）", async () => {
+    const corrupt = path.join(work.dir, "corrupt.json");
+    writeFileSync(corrupt, "不是 JSON");
+    const { code, stdout } = await runScript("doctor", ["03", dir], { env: { PI_COURSE_PROGRESS: corrupt } });
+    assert.equal(code, 0);
+    assert.match(stdout, /! 进度文件：.* 不是合法的 JSON/);
+    assert.equal(readFileSync(corrupt, "utf8"), "不是 JSON");
+  });
+
+  test("找不到 git：git 一项不通过并说明安装", async () => {
+    const bin = path.join(work.dir, "no-git-bin");
+    mkdirSync(bin);
+    symlinkSync(process.execPath, path.join(bin, "node"));
+    const { code, stdout } = await runScript("doctor", [], { env: { PI_COURSE_PROGRESS: progress, PATH: bin } });
+    assert.equal(code, 1);
+    assert.match(stdout, /✗ git：找不到 git 命令\n\s+修复：安装 git/);
+  });
+
+  test("--json 给出检查清单", async () => {
+    const { code, stdout } = await doctor("03", dir, "--json");
+    assert.equal(code, 0);
+    const result = JSON.parse(stdout) as { checks: Array<{ title: string; status: string }>; failed: number };
+    assert.equal(result.failed, 0);
+    assert.ok(result.checks.some((check) => check.title === "Node.js" && check.status === "ok"));
+  });
+
+  test("错误的输入：未知章节、多余参数、未知选项是用法错误；--help 列出检查项", async () => {
+    for (const args of [["99"], ["03", dir, "extra"], ["--bogus"]]) {
+      const { code, stderr, stdout } = await doctor(...args);
+      assert.equal(code, 2, `参数 ${JSON.stringify(args)}`);
+      assert.equal(stdout, "");
+      assert.match(stderr, /^错误：/);
+    }
+    const help = await doctor("--help");
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /用法：npm run doctor/);
+    assert.match(help.stdout, /--fix/);
+  });
+});

@@ -1,0 +1,100 @@
+import assert from "node:assert/strict";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import { runScript, tempDir } from "./helpers.ts";
+import { card, practice, readProgress, solveTo } from "./learner.ts";
+
+const work = tempDir("hint");
+after(() => work.remove());
+
+describe("hint：提示梯子一级一级展开", () => {
+  const progress = path.join(work.dir, "progress.json");
+  const dir = path.join(work.dir, "pi-practice-03");
+  const hint = (...args: string[]) => runScript("hint", args, { env: { PI_COURSE_PROGRESS: progress } });
+  let hints: Record<string, Record<string, string>>;
+
+  before(async () => {
+    await practice("03", dir, progress);
+    hints = Object.fromEntries((await card("03")).labs.map((lab) => [lab.id, lab.hints]));
+  });
+
+  test("省略实践：在练习目录里跑聚焦测试，给第一个没通过的实践第 1 级（定位文件），并记进进度", async () => {
+    const { code, stdout, stderr } = await hint("03");
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /第 03 章 · 实践 3\.1/);
+    assert.match(stdout, /实践 3\.1 还没通过，所以给它的提示/);
+    assert.match(stdout, /提示 1\/4 · 定位文件/);
+    assert.ok(stdout.includes(hints["3.1"]!.file!));
+    assert.ok(!stdout.includes(hints["3.1"]!.signature!), "只给这一级");
+    assert.match(stdout, /下一级：npm run hint -- 03 3\.1（指出签名）/);
+    assert.equal(readProgress(progress).hints["03"]?.["3.1"], 1);
+  });
+
+  test("再要一次升到下一级；实践可以简写成 1", async () => {
+    const second = await hint("03", "3.1");
+    assert.match(second.stdout, /提示 2\/4 · 指出签名/);
+    assert.ok(second.stdout.includes(hints["3.1"]!.signature!));
+    const third = await hint("03", "1");
+    assert.match(third.stdout, /提示 3\/4 · 伪代码/);
+    assert.equal(readProgress(progress).hints["03"]?.["3.1"], 3);
+  });
+
+  test("--level N 回看已经看过的一级，不改记录", async () => {
+    const { code, stdout } = await hint("03", "3.1", "--level", "1");
+    assert.equal(code, 0);
+    assert.match(stdout, /提示 1\/4 · 定位文件/);
+    assert.match(stdout, /这是回看；你已经看到第 3 级/);
+    assert.equal(readProgress(progress).hints["03"]?.["3.1"], 3);
+  });
+
+  test("到顶后停在第 4 级（局部代码）", async () => {
+    assert.match((await hint("03", "3.1")).stdout, /提示 4\/4 · 局部代码/);
+    const again = await hint("03", "3.1");
+    assert.match(again.stdout, /提示 4\/4 · 局部代码/);
+    assert.match(again.stdout, /这是最后一级/);
+    assert.equal(readProgress(progress).hints["03"]?.["3.1"], 4);
+  });
+
+  test("不能跳级：退出码 2，说明先看哪一级，进度不变", async () => {
+    const { code, stdout, stderr } = await hint("03", "3.2", "--level", "3");
+    assert.equal(code, 2);
+    assert.equal(stdout, "");
+    assert.match(stderr, /提示要一级一级看：实践 3\.2 还没看过第 1 级（定位文件）/);
+    assert.equal(readProgress(progress).hints["03"]?.["3.2"], undefined);
+  });
+
+  test("练习目录全部通过时：不需要提示", async () => {
+    await solveTo("03", dir, "target");
+    const { code, stdout } = await hint("03");
+    assert.equal(code, 0);
+    assert.match(stdout, /聚焦测试已经全部通过，不需要提示/);
+  });
+
+  test("错误的输入：未知实践列出本章实践，--level 越界，未知章节，多余参数，未知选项", async () => {
+    const cases: Array<[string[], RegExp]> = [
+      [["03", "3.9"], /第 03 章没有实践 “3\.9”。可选实践：3\.1 .*、3\.2 /],
+      [["03", "3.1", "--level", "5"], /--level 应当是 1 到 4 之间的整数/],
+      [["03", "3.1", "--level", "二"], /--level 应当是 1 到 4 之间的整数/],
+      [["99"], /可选章节：00 prologue/],
+      [["03", "3.1", "extra"], /最多两个参数/],
+      [["03", "--bogus"], /无法识别的参数/],
+    ];
+    for (const [args, message] of cases) {
+      const { code, stderr } = await hint(...args);
+      assert.equal(code, 2, `参数 ${JSON.stringify(args)}`);
+      assert.equal(stderr.trim().split("\n").length, 1);
+      assert.match(stderr, message);
+    }
+    const missing = await hint("03", "--dir", path.join(work.dir, "nowhere"));
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /不存在：先运行 npm run practice -- 03/);
+  });
+
+  test("--help 说明四级梯子", async () => {
+    const { code, stdout } = await hint("--help");
+    assert.equal(code, 0);
+    assert.match(stdout, /用法：npm run hint -- <章节> \[实践\]/);
+    assert.match(stdout, /1 定位文件 → 2 指出签名 → 3 伪代码 → 4 局部代码/);
+  });
+});

@@ -1,0 +1,106 @@
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { after, describe, test } from "node:test";
+
+import { KIT, runScript, spawnProcess, tempDir } from "./helpers.ts";
+import { card } from "./learner.ts";
+
+const work = tempDir("status");
+after(() => work.remove());
+
+let counter = 0;
+function progressFile(content?: unknown): string {
+  const dir = path.join(work.dir, `p${++counter}`);
+  mkdirSync(dir);
+  const file = path.join(dir, "progress.json");
+  if (content !== undefined) writeFileSync(file, typeof content === "string" ? content : JSON.stringify(content));
+  return file;
+}
+
+const status = (progress: string, ...args: string[]) => runScript("status", args, { env: { PI_COURSE_PROGRESS: progress } });
+
+describe("status：学习地图", () => {
+  test("空白进度：按部分列出规划的章节，已开放的可学，未写的标为未开放，下一章是 00", async () => {
+    const { code, stdout, stderr } = await status(progressFile());
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /学习地图\s+已点亮 0\/\d+ 章（规划 20 章）/);
+    for (const part of ["第一部分 地基", "第二部分 真实的智能体", "第三部分 有状态的运行时", "第四部分 扩展"]) assert.ok(stdout.includes(part), part);
+    assert.match(stdout, /○ 03 保存一次完整的工具往返/);
+    assert.match(stdout, /· 19 先提交再可见：从追加日志重建上下文\s+未开放/);
+    assert.match(stdout, /○ 00 .*← 下一章/);
+    assert.match(stdout, /下一章：第 00 章 · /);
+    assert.match(stdout, /提示：共展开 0 级 · 进度文件：/);
+  });
+
+  test("verify 点亮过的章节亮起来，下一章顺延，显示用了几级提示与练习目录", async () => {
+    const { commits } = await card("00");
+    const practiceDir = path.join(work.dir, "my-practice-01");
+    mkdirSync(practiceDir);
+    writeFileSync(path.join(practiceDir, ".pi-course-practice.json"), JSON.stringify({ chapter: "01", slug: "typescript-survival", start: "x", kitRoot: KIT }));
+    const file = progressFile({
+      version: 1,
+      verified: { "00": { target: commits.target, verifiedAt: new Date().toISOString(), dir: "/somewhere" } },
+      hints: { "01": { "1.1": 2, "1.2": 1 } },
+      practiceDirs: { "01": practiceDir },
+    });
+    const { code, stdout } = await status(file);
+    assert.equal(code, 0);
+    assert.match(stdout, /已点亮 1\/\d+ 章/);
+    assert.match(stdout, /● 00 .*已点亮 \d\d-\d\d/);
+    assert.match(stdout, /○ 01 .*← 下一章\s+提示 3 级/);
+    assert.match(stdout, /下一章：第 01 章/);
+    assert.ok(stdout.includes(`练习目录：${practiceDir}`));
+    assert.match(stdout, /npm run verify -- 01/);
+    assert.match(stdout, /共展开 3 级/);
+  });
+
+  test("课程更新后（目标哈希变了）旧的点亮仍然亮，但标出可以重新 verify", async () => {
+    const file = progressFile({ version: 1, verified: { "02": { target: "0".repeat(40), verifiedAt: new Date().toISOString(), dir: "/x" } } });
+    const { stdout } = await status(file);
+    assert.match(stdout, /● 02 .*课程已更新，可重新 verify/);
+  });
+
+  test("--json 给出同样的地图", async () => {
+    const { code, stdout } = await status(progressFile(), "--json");
+    assert.equal(code, 0);
+    const map = JSON.parse(stdout) as { planned: number; lit: number; next: { id: string }; parts: Array<{ title: string; chapters: Array<{ id: string; state: string }> }> };
+    assert.equal(map.planned, 20);
+    assert.equal(map.lit, 0);
+    assert.equal(map.next.id, "00");
+    assert.equal(map.parts[3]?.chapters.at(-1)?.state, "planned");
+  });
+
+  test("损坏的进度文件：一行警告，原文件备份，地图照常显示", async () => {
+    const file = progressFile("{ 写到一半断电了");
+    const { code, stdout, stderr } = await status(file);
+    assert.equal(code, 0);
+    assert.match(stderr, /^注意：进度文件 .* 不是合法的 JSON；原文件已备份为 progress\.json\.corrupt-/);
+    assert.match(stdout, /学习地图/);
+    const backups = readdirSync(path.dirname(file)).filter((name) => name.startsWith("progress.json.corrupt-"));
+    assert.equal(backups.length, 1);
+    assert.equal(readFileSync(path.join(path.dirname(file), backups[0]!), "utf8"), "{ 写到一半断电了");
+    assert.ok(!existsSync(file), "status 只读：不写新的进度文件");
+  });
+
+  test("npm start 就是 status", { timeout: 60_000 }, async () => {
+    const { code, stdout, stderr } = await spawnProcess("npm", ["start", "--silent"], {
+      cwd: KIT,
+      env: { ...process.env, NO_COLOR: "1", PI_COURSE_PROGRESS: progressFile() },
+    });
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /学习地图/);
+  });
+
+  test("错误的输入：多余参数与未知选项是用法错误；--help 说明进度文件的位置", async () => {
+    for (const args of [["03"], ["--bogus"]]) {
+      const { code, stderr } = await status(progressFile(), ...args);
+      assert.equal(code, 2);
+      assert.match(stderr, /^错误：/);
+    }
+    const help = await status(progressFile(), "--help");
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /PI_COURSE_PROGRESS/);
+    assert.match(help.stdout, /XDG_STATE_HOME/);
+  });
+});

@@ -1,0 +1,158 @@
+import assert from "node:assert/strict";
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import { runScript, tempDir } from "./helpers.ts";
+import { applyFault, card, practice, readProgress, show, solveTo } from "./learner.ts";
+
+const work = tempDir("verify");
+after(() => work.remove());
+
+/**
+ * verify 像学习者那样被运行：一个真实的第 03 章练习目录，从起点的红灯一步步做到目标，
+ * 每一步都检查报告（按实践、只有第一处偏差）和进度文件（只有全部通过才点亮）。
+ */
+describe("verify：从红灯做到点亮", () => {
+  const progress = path.join(work.dir, "journey", "progress.json");
+  const dir = path.join(work.dir, "journey", "pi-practice-03");
+  const verify = (...args: string[]) => runScript("verify", args, { env: { PI_COURSE_PROGRESS: progress } });
+
+  before(async () => {
+    await practice("03", dir, progress);
+  });
+
+  test("起点：tsc 失败时报告第一条 tsc 错误的文件与行号，不点亮", async () => {
+    const { code, stdout, stderr } = await verify("03", dir);
+    assert.equal(code, 1, stdout + stderr);
+    assert.match(stdout, /编译\s+✗ 2 条 tsc 错误/);
+    assert.match(stdout, /实践 3\.1\s+✗/);
+    assert.match(stdout, /第一处偏差：\n\s+packages\/pi-course\/test\/03-message-ir\.test\.ts:4:10 TS2305 .*AssistantMessageEventStream/);
+    assert.match(stdout, /共 2 条 tsc 错误/);
+    assert.doesNotMatch(stdout, /TS2307/, "只报第一处偏差");
+    assert.match(stdout, /npm run hint -- 03 3\.1/);
+    assert.equal(stderr.trim().split("\n").length, 1);
+    assert.match(stderr, /^错误：第 03 章还没有通过：从实践 3\.1 开始/);
+    assert.deepEqual(readProgress(progress).verified, {});
+  });
+
+  test("做完实践 3.1：3.1 亮、3.2 不亮；第一处偏差是 3.2 的第一条失败测试", async () => {
+    await solveTo("03", dir, "3.1");
+    const { code, stdout } = await verify("03", dir);
+    assert.equal(code, 1);
+    assert.match(stdout, /编译\s+✓/);
+    assert.match(stdout, /实践 3\.1\s+✓ 1\/1 · 2\/2/, "临时流挂住的测试不该连累已经完成的实践");
+    assert.match(stdout, /实践 3\.2\s+✗ 全部 1\/4/);
+    assert.match(stdout, /更早章节\s+✓ 00 4\/4 · 01 4\/4 · 02 6\/6/);
+    assert.match(stdout, /✗ 「error 终态自行结束流/);
+    assert.match(stdout, /（实践 3\.2）/);
+    assert.deepEqual(readProgress(progress).verified, {});
+  });
+
+  test("断言失败时给出期望与实际", async () => {
+    const file = path.join(dir, "packages/pi-course/src/types.ts");
+    const source = (await show((await card("03")).commits.target, "packages/pi-course/src/types.ts"))
+      .replace('return texts.join("\\n");', 'return texts.join(" ");');
+    writeFileSync(file, source);
+    const { code, stdout } = await verify("03", dir);
+    assert.equal(code, 1);
+    assert.match(stdout, /✗ 「文本投影有损，但不修改原 content」（实践 3\.1）/);
+    assert.match(stdout, /期望：'先读取\\n再回答'/);
+    assert.match(stdout, /实际：'先读取 再回答'/);
+  });
+
+  test("目标：全部通过时点亮本章，记下目标哈希、时间和练习目录", async () => {
+    await solveTo("03", dir, "target");
+    const { code, stdout, stderr } = await verify("03", dir);
+    assert.equal(code, 0, stdout + stderr);
+    assert.match(stdout, /实践 3\.1\s+✓ 1\/1 · 2\/2/);
+    assert.match(stdout, /实践 3\.2\s+✓ 全部 4\/4/);
+    assert.match(stdout, /✓ 第 03 章已点亮/);
+    assert.match(stdout, /npm run practice -- 04/);
+    const entry = readProgress(progress).verified["03"];
+    assert.ok(entry);
+    assert.equal(entry.target, (await card("03")).commits.target);
+    assert.equal(entry.dir, dir);
+    assert.ok(Math.abs(Date.parse(entry.verifiedAt) - Date.now()) < 60_000);
+  });
+
+  test("省略目录时用 practice 记下的练习目录；--json 给出结构化结果", async () => {
+    const { code, stdout } = await verify("3", "--json");
+    assert.equal(code, 0);
+    const result = JSON.parse(stdout) as { passed: boolean; dir: string; labs: Array<{ id: string; ok: boolean }>; deviation: unknown };
+    assert.equal(result.passed, true);
+    assert.equal(result.dir, dir);
+    assert.deepEqual(result.labs.map((lab) => [lab.id, lab.ok]), [["3.1", true], ["3.2", true]]);
+    assert.equal(result.deviation, null);
+  });
+
+  test("更早章节的回归会显出来，第一处偏差指向那一章的测试", async () => {
+    await applyFault("01", dir);
+    const { code, stdout } = await verify("03", dir);
+    assert.equal(code, 1);
+    assert.match(stdout, /实践 3\.2\s+✓/);
+    assert.match(stdout, /更早章节\s+✗ .*01 \d\/4.*← 回归/);
+    assert.match(stdout, /（第 01 章）/);
+  });
+
+  test("改弱测试不能点亮：报告被改动的测试文件和恢复命令；已有的记录不被抹掉", async () => {
+    const { parent, target } = (await card("03")).commits;
+    for (const { file } of (await card("01")).fault.mutations) writeFileSync(path.join(dir, file), await show(parent, file)); // 撤销上一个测试的回归
+    const before = readProgress(progress).verified["03"];
+    const testFile = path.join(dir, "packages/pi-course/test/03-message-ir.test.ts");
+    writeFileSync(testFile, `${await show(target, "packages/pi-course/test/03-message-ir.test.ts")}\n// 我加的一行\n`);
+    const { code, stdout } = await verify("03", dir);
+    assert.equal(code, 1, stdout);
+    assert.match(stdout, /测试文件\s+✗ 1 份与课程版本不同/);
+    assert.match(stdout, /测试文件被改动过/);
+    assert.match(stdout, new RegExp(`git -C .+ show ${target.slice(0, 8)}:packages/pi-course/test/03-message-ir\\.test\\.ts > `));
+    assert.deepEqual(readProgress(progress).verified["03"], before);
+  });
+});
+
+describe("verify：错误的输入", () => {
+  const progress = path.join(work.dir, "bad", "progress.json");
+  const verify = (...args: string[]) => runScript("verify", args, { env: { PI_COURSE_PROGRESS: progress } });
+  let dir03: string;
+
+  before(async () => {
+    dir03 = path.join(work.dir, "bad", "p03");
+    await practice("03", dir03, progress);
+  });
+
+  test("--help 说明用法", async () => {
+    const { code, stdout } = await verify("--help");
+    assert.equal(code, 0);
+    assert.match(stdout, /用法：npm run verify -- <章节> \[目录\]/);
+  });
+
+  test("未知章节、缺少章节、多余参数、未知选项：退出码 2，一行中文", async () => {
+    for (const args of [["99", dir03], [], ["03", dir03, "extra"], ["03", "--bogus"], ["03", ""]]) {
+      const { code, stderr, stdout } = await verify(...args);
+      assert.equal(code, 2, `参数 ${JSON.stringify(args)}：${stderr}`);
+      assert.equal(stdout, "");
+      assert.equal(stderr.trim().split("\n").length, 1);
+      assert.match(stderr, /^错误：/);
+    }
+  });
+
+  test("不是练习目录：退出码 2，说明练习目录由 practice 创建", async () => {
+    const plain = path.join(work.dir, "bad", "plain");
+    mkdirSync(plain, { recursive: true });
+    const { code, stderr } = await verify("03", plain);
+    assert.equal(code, 2);
+    assert.match(stderr, /不是练习目录（没有 \.pi-course-practice\.json）/);
+  });
+
+  test("别的章节的练习目录：退出码 2，指出它属于哪一章", async () => {
+    const { code, stderr } = await verify("02", dir03);
+    assert.equal(code, 2);
+    assert.match(stderr, /是第 03 章的练习目录，不是第 02 章的/);
+  });
+
+  test("目录不存在：退出码 1，给出创建它的命令", async () => {
+    const { code, stderr } = await verify("03", path.join(work.dir, "bad", "nowhere"));
+    assert.equal(code, 1);
+    assert.match(stderr, /不存在：先运行 npm run practice -- 03/);
+  });
+});

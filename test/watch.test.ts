@@ -1,0 +1,135 @@
+import assert from "node:assert/strict";
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import { KIT, runScript, tempDir, TSX } from "./helpers.ts";
+import { card, practice, show, solveTo } from "./learner.ts";
+
+const work = tempDir("watch");
+after(() => work.remove());
+
+const SCREEN_END = /监视中（(文件事件|轮询)）：保存文件即重跑，Ctrl-C 退出\n/;
+
+/** 像学习者那样在终端外启动 watch，收集输出，按“第几屏”等待。 */
+class WatchProcess {
+  readonly child: ChildProcessWithoutNullStreams;
+  stdout = "";
+  stderr = "";
+  readonly closed: Promise<number | null>;
+
+  constructor(args: string[], progress: string) {
+    this.child = spawn(process.execPath, ["--import", TSX, path.join(KIT, "scripts", "watch.ts"), ...args], {
+      cwd: KIT,
+      env: { ...process.env, NO_COLOR: "1", INIT_CWD: KIT, PI_COURSE_PROGRESS: progress },
+    });
+    this.child.stdout.on("data", (chunk: Buffer) => (this.stdout += chunk.toString("utf8")));
+    this.child.stderr.on("data", (chunk: Buffer) => (this.stderr += chunk.toString("utf8")));
+    this.closed = new Promise((resolve) => this.child.on("close", resolve));
+  }
+
+  screens(): string[] {
+    return this.stdout.split("─".repeat(60)).filter((screen) => SCREEN_END.test(screen));
+  }
+
+  /** 等到第 n 屏画完，返回它。 */
+  async screen(n: number, timeoutMs = 20_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const screens = this.screens();
+      if (screens.length >= n) return screens[n - 1]!;
+      if (this.child.exitCode !== null) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error(`等不到第 ${n} 屏。stdout：\n${this.stdout}\nstderr：\n${this.stderr}`);
+  }
+
+  async interrupt(): Promise<number | null> {
+    this.child.kill("SIGINT");
+    return this.closed;
+  }
+}
+
+describe("watch：保存即重跑，一屏看清当前实践", () => {
+  const progress = path.join(work.dir, "progress.json");
+  const dir = path.join(work.dir, "pi-practice-03");
+
+  before(async () => {
+    await practice("03", dir, progress);
+    await solveTo("03", dir, "3.1");
+  });
+
+  for (const mode of ["events", "poll"] as const) {
+    test(mode === "events" ? "文件事件：第一屏 → 保存 → 下一屏 → Ctrl-C 干净退出" : "--poll：轮询也能发现保存", { timeout: 60_000 }, async () => {
+      await solveTo("03", dir, "3.1");
+      const args = mode === "events" ? ["03", dir] : ["03", dir, "--poll", "--interval", "100"];
+      const watch = new WatchProcess(args, progress);
+      try {
+        const first = await watch.screen(1);
+        assert.match(first, /第 03 章 · 保存一次完整的工具往返/);
+        assert.match(first, /实践 3\.1\s+✓ 1\/1 · 2\/2/);
+        assert.match(first, /当前实践：3\.2 · 让 error 自己结束消息流/);
+        assert.match(first, /第一处偏差：\n\s+✗ 「error 终态自行结束流/);
+        assert.match(first, /提示：实践 3\.2 还有 4 级可看 → npm run hint -- 03 3\.2/);
+        assert.match(first, mode === "events" ? /监视中（文件事件）/ : /监视中（轮询）/);
+
+        const { target } = (await card("03")).commits;
+        const file = "packages/pi-course/src/event-stream.ts";
+        writeFileSync(path.join(dir, file), await show(target, file));
+        const second = await watch.screen(2);
+        assert.match(second, /实践 3\.2\s+✓ 全部 4\/4/);
+        assert.match(second, /✓ 聚焦测试全部通过（4\/4）/);
+        assert.match(second, /npm run verify -- 03/);
+        assert.match(second, /触发：packages\/pi-course\/src\/event-stream\.ts/);
+        assert.match(second, /第 2 次运行/);
+      } finally {
+        const code = await watch.interrupt();
+        assert.equal(code, 0, watch.stderr);
+        assert.match(watch.stdout, /已停止监视。\n$/);
+        assert.equal(watch.stderr, "");
+      }
+    });
+  }
+
+  test("编译输出（dist/）的变化不会触发重跑", { timeout: 60_000 }, async () => {
+    const watch = new WatchProcess(["03", dir], progress);
+    try {
+      await watch.screen(1);
+      await new Promise((resolve) => setTimeout(resolve, 1_000)); // 第一次编译写 dist/ 的事件都已过去
+      assert.equal(watch.screens().length, 1);
+    } finally {
+      assert.equal(await watch.interrupt(), 0);
+    }
+  });
+});
+
+describe("watch：错误的输入", () => {
+  const progress = path.join(work.dir, "bad-progress.json");
+  const watch = (...args: string[]) => runScript("watch", args, { env: { PI_COURSE_PROGRESS: progress } });
+
+  test("不是练习目录、--interval 不带 --poll、--interval 越界、未知章节：退出码 2，一行中文", async () => {
+    const plain = path.join(work.dir, "plain");
+    mkdirSync(plain);
+    const cases: Array<[string[], RegExp]> = [
+      [["03", plain], /不是练习目录/],
+      [["03", plain, "--interval", "100"], /--interval 只和 --poll 一起使用/],
+      [["03", plain, "--poll", "--interval", "10"], /--interval 应当是 50 到 60000 之间的毫秒数/],
+      [["99"], /可选章节/],
+      [["03", "--bogus"], /无法识别的参数/],
+    ];
+    for (const [args, message] of cases) {
+      const { code, stderr } = await watch(...args);
+      assert.equal(code, 2, `参数 ${JSON.stringify(args)}：${stderr}`);
+      assert.equal(stderr.trim().split("\n").length, 1);
+      assert.match(stderr, message);
+    }
+  });
+
+  test("--help 说明 --poll 用于 WSL 与网络盘", async () => {
+    const { code, stdout } = await watch("--help");
+    assert.equal(code, 0);
+    assert.match(stdout, /用法：npm run watch -- <章节> \[目录\] \[--poll\]/);
+    assert.match(stdout, /WSL/);
+  });
+});
