@@ -18,7 +18,7 @@ import {
   type Target,
 } from "./engine/bench.js";
 import { findChapter, loadChapters } from "./engine/chapters.js";
-import { paint, runCommand, userCwd } from "./engine/cli.js";
+import { argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
 import { CourseError, usageError } from "./engine/errors.js";
 import { ensureHistory } from "./engine/history.js";
 import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
@@ -228,6 +228,6 @@ function parseCommandLine() {
       },
     });
   } catch (error) {
-    throw usageError("BAD_ARGS", `无法识别的参数：${(error as Error).message}。用 --help 查看用法`);
+    throw argumentError(error);
   }
 }

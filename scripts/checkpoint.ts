@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 
 import { renderCard } from "./engine/card.js";
-import { paint, runCommand } from "./engine/cli.js";
+import { argumentError, paint, runCommand } from "./engine/cli.js";
 import { openChapter } from "./engine/course.js";
 import { usageError } from "./engine/errors.js";
 
@@ -39,6 +39,6 @@ function parseCommandLine() {
       options: { json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
     });
   } catch (error) {
-    throw usageError("BAD_ARGS", `无法识别的参数：${(error as Error).message}。用 --help 查看用法`);
+    throw argumentError(error);
   }
 }

@@ -7,7 +7,7 @@ import os from "node:os";
 
 import { findChapter, loadChapters } from "./engine/chapters.js";
 import { selfCheckChapter } from "./engine/selfcheck.js";
-import { paint, runCommand, userCwd } from "./engine/cli.js";
+import { argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
 import { CourseError, usageError } from "./engine/errors.js";
 import { ensureHistory, shortHash } from "./engine/history.js";
 import { EDIT_BRANCH, KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
@@ -91,6 +91,6 @@ function parseCommandLine() {
       options: { help: { type: "boolean", short: "h" }, from: { type: "string" } },
     });
   } catch (error) {
-    throw usageError("BAD_ARGS", `无法识别的参数：${(error as Error).message}。用 --help 查看用法`);
+    throw argumentError(error);
   }
 }

@@ -10,7 +10,7 @@ import { ScriptedModel } from "../packages/pi-course/src/scripted-model.js";
 import { ToolRegistry } from "../packages/pi-course/src/tools.js";
 import { text, textOf, userMessage, type AgentMessage, type Model } from "../packages/pi-course/src/types.js";
 import { Workspace } from "../packages/pi-course/src/workspace.js";
-import { paint, runCommand, userCwd } from "./engine/cli.js";
+import { argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
 import { CourseError, usageError } from "./engine/errors.js";
 
 const HELP = `用法：npm run demo -- [--workspace 目录] [任务]
@@ -137,6 +137,6 @@ function parseCommandLine() {
       options: { help: { type: "boolean", short: "h" }, workspace: { type: "string" } },
     });
   } catch (error) {
-    throw usageError("BAD_ARGS", `无法识别的参数：${(error as Error).message}。用 --help 查看用法`);
+    throw argumentError(error);
   }
 }

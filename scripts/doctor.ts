@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 
 import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
-import { paint, runCommand, userCwd } from "./engine/cli.js";
+import { argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
 import {
   checkCheckout,
   checkGit,
@@ -121,6 +121,6 @@ function parseCommandLine() {
       options: { fix: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
     });
   } catch (error) {
-    throw usageError("BAD_ARGS", `无法识别的参数：${(error as Error).message}。用 --help 查看用法`);
+    throw argumentError(error);
   }
 }

@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 
 import { findChapter, loadChapters, type Chapter, type Lab } from "./engine/chapters.js";
-import { paint, runCommand, userCwd } from "./engine/cli.js";
+import { argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
 import { usageError } from "./engine/errors.js";
 import { findLab, LADDER_HEIGHT, levelName, nextHint } from "./engine/hints.js";
 import { currentLab } from "./engine/labs.js";
@@ -116,6 +116,6 @@ function parseCommandLine() {
       options: { level: { type: "string" }, dir: { type: "string" }, help: { type: "boolean", short: "h" } },
     });
   } catch (error) {
-    throw usageError("BAD_ARGS", `无法识别的参数：${(error as Error).message}。用 --help 查看用法`);
+    throw argumentError(error);
   }
 }

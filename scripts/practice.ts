@@ -2,7 +2,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 
 import { BUILD_COMMAND, runCommand as focusedRun } from "./engine/card.js";
-import { paint, runCommand, userCwd } from "./engine/cli.js";
+import { argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
 import { openChapter } from "./engine/course.js";
 import { usageError } from "./engine/errors.js";
 import { KIT_ROOT } from "./engine/paths.js";
@@ -36,7 +36,7 @@ await runCommand(async () => {
   console.log(paint("green", `已创建第 ${chapter.id} 章练习目录：${dir}`));
   console.log(`取自提交 ${shortHash(start)}（${chapter.mode === "观察" ? "目标，观察章" : "起点"}）。先读 LEARNING.md，再运行：`);
   console.log("");
-  console.log(`  cd ${path.relative(userCwd(), dir) || "."}`);
+  console.log(`  cd ${dir}`);
   console.log(`  ${BUILD_COMMAND}`);
   console.log(`  ${focusedRun(chapter, {})}`);
   console.log("");
@@ -62,6 +62,6 @@ function parseCommandLine() {
   try {
     return parseArgs({ allowPositionals: true, options: { help: { type: "boolean", short: "h" } } });
   } catch (error) {
-    throw usageError("BAD_ARGS", `无法识别的参数：${(error as Error).message}。用 --help 查看用法`);
+    throw argumentError(error);
   }
 }

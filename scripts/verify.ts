@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 
-import { paint, runCommand, userCwd } from "./engine/cli.js";
+import { argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
 import { openChapter } from "./engine/course.js";
 import { CourseError, usageError } from "./engine/errors.js";
 import { shortHash } from "./engine/history.js";
@@ -133,6 +133,6 @@ function parseCommandLine() {
   try {
     return parseArgs({ allowPositionals: true, options: { json: { type: "boolean" }, help: { type: "boolean", short: "h" } } });
   } catch (error) {
-    throw usageError("BAD_ARGS", `无法识别的参数：${(error as Error).message}。用 --help 查看用法`);
+    throw argumentError(error);
   }
 }

@@ -2,7 +2,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 
 import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
-import { paint, runCommand, userCwd } from "./engine/cli.js";
+import { argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
 import { usageError } from "./engine/errors.js";
 import { LADDER_HEIGHT, nextHint } from "./engine/hints.js";
 import { currentLab } from "./engine/labs.js";
@@ -224,7 +224,7 @@ function parseCommandLine() {
       options: { poll: { type: "boolean" }, interval: { type: "string" }, help: { type: "boolean", short: "h" } },
     });
   } catch (error) {
-    throw usageError("BAD_ARGS", `无法识别的参数：${(error as Error).message}。用 --help 查看用法`);
+    throw argumentError(error);
   }
 }
 

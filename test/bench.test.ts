@@ -56,7 +56,7 @@ test("错误的输入：--runs 越界或不是数字、位置参数、观察章�
     [["03"], /不接受位置参数/],
     [["--chapter", "00"], /观察章/],
     [["--chapter", "99"], /可选章节/],
-    [["--bogus"], /无法识别的参数/],
+    [["--bogus"], /不认识的选项 --bogus/],
   ];
   for (const [args, message] of cases) {
     const { code, stderr } = await runScript("bench", args);

@@ -69,7 +69,7 @@ describe("checkpoint：定位一章", () => {
     assert.match(help.stdout, /用法：npm run checkpoint/);
     const bad = await runScript("checkpoint", ["03", "--bogus"]);
     assert.equal(bad.code, 2);
-    assert.match(bad.stderr, /无法识别的参数/);
+    assert.match(bad.stderr, /不认识的选项 --bogus/);
   });
 });
 

@@ -78,7 +78,7 @@ describe("hint：提示梯子一级一级展开", () => {
       [["03", "3.1", "--level", "二"], /--level 应当是 1 到 4 之间的整数/],
       [["99"], /可选章节：00 prologue/],
       [["03", "3.1", "extra"], /最多两个参数/],
-      [["03", "--bogus"], /无法识别的参数/],
+      [["03", "--bogus"], /不认识的选项 --bogus/],
     ];
     for (const [args, message] of cases) {
       const { code, stderr } = await hint(...args);

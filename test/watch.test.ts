@@ -116,7 +116,7 @@ describe("watch：错误的输入", () => {
       [["03", plain, "--interval", "100"], /--interval 只和 --poll 一起使用/],
       [["03", plain, "--poll", "--interval", "10"], /--interval 应当是 50 到 60000 之间的毫秒数/],
       [["99"], /可选章节/],
-      [["03", "--bogus"], /无法识别的参数/],
+      [["03", "--bogus"], /不认识的选项 --bogus/],
     ];
     for (const [args, message] of cases) {
       const { code, stderr } = await watch(...args);

@@ -42,12 +42,12 @@ export function renderCard(chapter: Chapter, history: CourseHistory): string[] {
     `产物：${chapter.artifacts.join("、")}`,
     "",
     `课程分支：${COURSE_BRANCH}`,
-    `起点 parent：${shortHash(parent)}  ${parent}`,
-    `目标 target：${shortHash(target)}  ${target}`,
+    `${"起点：".padEnd(9)}${shortHash(parent)}  ${parent}`,
   ];
   for (const [id, hash] of Object.entries(commits?.steps ?? {})) {
-    lines.push(`步骤 ${id}：   ${shortHash(hash)}  ${hash}`);
+    lines.push(`${`步骤 ${id}：`.padEnd(9)}${shortHash(hash)}  ${hash}`);
   }
+  lines.push(`${"目标：".padEnd(9)}${shortHash(target)}  ${target}`);
   lines.push(
     "",
     `教学文件：${chapter.teachingFiles.join("、")}`,
@@ -95,13 +95,16 @@ export function renderPracticeGuide(chapter: Chapter, history: CourseHistory): s
     `- 预计 ${chapter.minutes} 分钟 · 难度 ${chapter.difficulty}`,
     `- 教学文件：${chapter.teachingFiles.map((file) => `\`${file}\``).join("、")}`,
     `- 聚焦测试：\`${chapter.focusedTest.path}\`（${chapter.focusedTest.count} 项）`,
+    `- 课文：\`${chapter.lessonPath}\``,
     "",
     "## 第一次运行",
     "",
     "```bash",
-    BUILD_COMMAND,
-    runCommand(chapter, {}),
+    `${BUILD_COMMAND} && ${runCommand(chapter, {})}`,
     "```",
+    "",
+    "两条命令用 && 连起来：build 失败时不再运行测试，免得测到 dist 里上一次编译留下的旧代码。",
+    "读结果时看末尾的 `# tests`、`# pass`、`# fail`；带 --test-name-pattern 时，没被选中的测试记作 `# skipped`，不算进期望计数。",
     "",
     ...describeFirstRed(chapter.firstRed),
     "",
@@ -122,8 +125,8 @@ export function renderPracticeGuide(chapter: Chapter, history: CourseHistory): s
     out.push(`## 实践 ${lab.id} · ${lab.title}`, "", `目标：${lab.goal}`, "");
     out.push(`文件：${lab.files.map((file) => `\`${file}\``).join("、")}`, "");
     lab.actions.forEach((action, index) => out.push(`${index + 1}. ${action}`));
-    out.push("", "```bash", BUILD_COMMAND);
-    for (const run of lab.runs) out.push(runCommand(chapter, run));
+    out.push("", "```bash");
+    for (const run of lab.runs) out.push(`${BUILD_COMMAND} && ${runCommand(chapter, run)}`);
     out.push("```", "", `预期：${lab.runs.map(expectation).join("，然后 ")}`, "");
     out.push("提示梯子（卡住时一级一级展开）：", "");
     for (const level of HINT_LEVELS) {
@@ -133,7 +136,28 @@ export function renderPracticeGuide(chapter: Chapter, history: CourseHistory): s
   out.push(
     "## 故障实验",
     "",
-    `${chapter.fault.title}：完成本章后，照课文临时改动代码，应看到「${chapter.fault.test}」失败。看清失败信息后再改回来。`,
+    `${chapter.fault.title}。全部变绿以后，临时做下面的改动，预测哪条测试会失败、失败信息里会出现什么，再运行验证；看清之后改回原样。`,
+    "",
+    // 改动里有目标代码的原文：折叠起来，免得做实践时提前看到。
+    "<details><summary>全部变绿以后再展开</summary>",
+    "",
+    ...chapter.fault.mutations.flatMap((mutation) => [
+      `在 \`${mutation.file}\` 里把`,
+      "",
+      "```ts",
+      mutation.find,
+      "```",
+      "",
+      "改成",
+      "",
+      "```ts",
+      mutation.replace === "" ? "// （删掉这段）" : mutation.replace,
+      "```",
+      "",
+    ]),
+    `应当失败的测试：「${chapter.fault.test}」。课文的「故障实验」一节解释了原因。`,
+    "",
+    "</details>",
     "",
     "## 本章验收",
     "",

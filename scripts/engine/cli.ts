@@ -1,6 +1,6 @@
 import * as util from "node:util";
 
-import { isCourseError } from "./errors.js";
+import { CourseError, isCourseError, usageError } from "./errors.js";
 
 /**
  * 只在真正的终端里上色；NO_COLOR 或管道输出时保持纯文本。
@@ -31,4 +31,20 @@ export async function runCommand(main: () => Promise<void>): Promise<void> {
 /** 命令行相对路径按用户敲命令时所在的目录解析（npm 会把 cwd 换成包目录）。 */
 export function userCwd(): string {
   return process.env.INIT_CWD ?? process.cwd();
+}
+
+/** 把 util.parseArgs 的英文报错换成一句中文用法错误（退出码 2）。 */
+export function argumentError(error: unknown): CourseError {
+  const { code, message = "" } = error as { code?: string; message?: string };
+  const option = /'([^']+)'/.exec(message)?.[1] ?? "";
+  switch (code) {
+    case "ERR_PARSE_ARGS_UNKNOWN_OPTION":
+      return usageError("BAD_ARGS", `不认识的选项 ${option}。用 --help 查看用法`);
+    case "ERR_PARSE_ARGS_INVALID_OPTION_VALUE":
+      return usageError("BAD_ARGS", `选项 ${option} 的用法不对：${/argument missing/.test(message) ? "缺少取值" : "它不接受取值"}。用 --help 查看用法`);
+    case "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL":
+      return usageError("BAD_ARGS", `多余的参数 ${option}。用 --help 查看用法`);
+    default:
+      return usageError("BAD_ARGS", "命令行参数有误。用 --help 查看用法");
+  }
 }
