@@ -104,6 +104,16 @@ describe("practice：创建练习目录", () => {
     assert.match(output, /error TS2307: .*'\.\.\/src\/types\.js'/);
   });
 
+  test("在练习目录里运行套件命令：一句中文说明该去哪里运行，退出码 2", { timeout: 60_000 }, async () => {
+    const dir = path.join(work.dir, "ch02-kit-commands");
+    assert.equal((await runScript("practice", ["02", dir])).code, 0);
+    for (const args of [["run", "checkpoint", "-w", "@pi/course", "--", "03"], ["run", "checkpoint", "--", "03"]]) {
+      const result = await spawnProcess("npm", ["--silent", ...args], { cwd: dir });
+      assert.equal(result.code, 2, args.join(" "));
+      assert.match(result.stderr, /这里是课程项目，不是课程套件/);
+    }
+  });
+
   test("相对目录按敲命令时所在的目录解析", async () => {
     const cwd = path.join(work.dir, "here");
     mkdirSync(cwd);
