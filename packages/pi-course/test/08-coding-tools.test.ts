@@ -321,14 +321,17 @@ test("8.3 输出超过上限时只留结尾的完整字符，并写明一共多�
 
 test("8.3 超时终止整个进程组：留在后台的孙进程不会拖住结果", { timeout: 2_000 }, async () => {
   await withSandbox(async ({ root, workspace }) => {
-    // sh 派生的两个 sleep 都握着输出管道；只杀 sh，管道要等 5 秒才关闭。
-    const result = await runCommand("echo 开始; sleep 5 & sleep 5", { ...quick, cwd: root, timeoutMs: 100 });
+    const bash = bashTool(workspace, bashLimits({ bashTimeoutMs: 100 }));
+    // 两次运行互不相干，同时进行：等待时间只算一次。
+    const [result, toolResult] = await Promise.all([
+      // sh 派生的两个 sleep 都握着输出管道；只杀 sh，管道要等 5 秒才关闭。
+      runCommand("echo 开始; sleep 5 & sleep 5", { ...quick, cwd: root, timeoutMs: 100 }),
+      call(bash, { command: "sleep 5" }),
+    ]);
     assert.equal(result.status, "timedOut");
     assert.equal(result.exitCode, null);
     assert.equal(result.output, "开始\n");
-
-    const bash = bashTool(workspace, bashLimits({ bashTimeoutMs: 100 }));
-    assert.match(errorText(await call(bash, { command: "sleep 5" })), /命令超过 100 毫秒仍未结束，已终止它的整个进程组/);
+    assert.match(errorText(toolResult), /命令超过 100 毫秒仍未结束，已终止它的整个进程组/);
   });
 });
 
@@ -341,13 +344,15 @@ function cancelSoon(): AbortSignal {
 
 test("8.3 取消与超时是两种结局：取消同样终止进程组，结果写明是被取消", { timeout: 2_000 }, async () => {
   await withSandbox(async ({ root, workspace }) => {
-    const result = await runCommand("sleep 5 & sleep 5", { ...quick, cwd: root, signal: cancelSoon() });
+    const bash = bashTool(workspace, bashLimits());
+    const [result, toolResult] = await Promise.all([
+      runCommand("sleep 5 & sleep 5", { ...quick, cwd: root, signal: cancelSoon() }),
+      call(bash, { command: "sleep 5" }, cancelSoon()),
+    ]);
     assert.equal(result.status, "cancelled");
     assert.equal(result.spawned, true);
     assert.equal(result.exitCode, null);
-
-    const bash = bashTool(workspace, bashLimits());
-    assert.match(errorText(await call(bash, { command: "sleep 5" }, cancelSoon())), /命令被取消，已终止它的整个进程组/);
+    assert.match(errorText(toolResult), /命令被取消，已终止它的整个进程组/);
   });
 });
 
