@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 
 import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
-import { argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
+import { chapterAndDir, argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
 import {
   checkCheckout,
   checkGit,
@@ -13,7 +13,7 @@ import {
   repairLinks,
   type DoctorCheck,
 } from "./engine/doctor.js";
-import { CourseError, isCourseError, usageError } from "./engine/errors.js";
+import { CourseError, isCourseError } from "./engine/errors.js";
 import { ensureHistory, type CourseHistory } from "./engine/history.js";
 import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
 import { emptyProgress, inspectProgress, progressPath } from "./engine/progress.js";
@@ -41,9 +41,7 @@ await runCommand(async () => {
     console.log(HELP);
     return;
   }
-  if (positionals.length > 2) throw usageError("TOO_MANY_ARGS", `最多两个参数（章节、目录），收到了：${positionals.join(" ")}`);
-  const [chapterInput, dirInput] = positionals;
-  if (dirInput !== undefined && dirInput.trim() === "") throw usageError("DIR_EMPTY", "练习目录参数是空字符串；省略它即可使用默认目录");
+  const [chapterInput, dirInput] = chapterAndDir(positionals);
 
   const checks: DoctorCheck[] = [];
   const actions: string[] = [];

@@ -2,9 +2,8 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 
 import { BUILD_COMMAND, runCommand as focusedRun } from "./engine/card.js";
-import { argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
+import { chapterAndDir, argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
 import { openChapter } from "./engine/course.js";
-import { usageError } from "./engine/errors.js";
 import { KIT_ROOT } from "./engine/paths.js";
 import { createPractice, defaultPracticeDir } from "./engine/practice.js";
 import { describeFirstRed } from "./engine/card.js";
@@ -25,9 +24,7 @@ await runCommand(async () => {
     console.log(HELP);
     return;
   }
-  if (positionals.length > 2) throw usageError("TOO_MANY_ARGS", `最多两个参数（章节、目录），收到了：${positionals.join(" ")}`);
-  const [chapterInput, dirInput] = positionals;
-  if (dirInput !== undefined && dirInput.trim() === "") throw usageError("DIR_EMPTY", "练习目录参数是空字符串；省略它即可使用默认目录");
+  const [chapterInput, dirInput] = chapterAndDir(positionals);
   const { chapter, history } = await openChapter(chapterInput);
   const dir = dirInput === undefined ? defaultPracticeDir(KIT_ROOT, chapter) : path.resolve(userCwd(), dirInput);
   const { start } = await createPractice({ kitRoot: KIT_ROOT, chapter, history, dir });

@@ -1,8 +1,8 @@
 import { parseArgs } from "node:util";
 
-import { argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
+import { chapterAndDir, argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
 import { openChapter } from "./engine/course.js";
-import { CourseError, usageError } from "./engine/errors.js";
+import { CourseError } from "./engine/errors.js";
 import { shortHash } from "./engine/history.js";
 import { currentLab } from "./engine/labs.js";
 import { KIT_ROOT } from "./engine/paths.js";
@@ -32,9 +32,7 @@ await runCommand(async () => {
     console.log(HELP);
     return;
   }
-  if (positionals.length > 2) throw usageError("TOO_MANY_ARGS", `最多两个参数（章节、目录），收到了：${positionals.join(" ")}`);
-  const [chapterInput, dirInput] = positionals;
-  if (dirInput !== undefined && dirInput.trim() === "") throw usageError("DIR_EMPTY", "练习目录参数是空字符串；省略它即可使用默认目录");
+  const [chapterInput, dirInput] = chapterAndDir(positionals);
   const { chapters, chapter, history } = await openChapter(chapterInput);
   const file = progressPath();
   const loaded = loadProgress(file);

@@ -2,7 +2,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 
 import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
-import { argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
+import { chapterAndDir, argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
 import { usageError } from "./engine/errors.js";
 import { LADDER_HEIGHT, nextHint } from "./engine/hints.js";
 import { currentLab } from "./engine/labs.js";
@@ -36,15 +36,15 @@ async function main(): Promise<void> {
     console.log(HELP);
     return;
   }
-  if (positionals.length > 2) throw usageError("TOO_MANY_ARGS", `最多两个参数（章节、目录），收到了：${positionals.join(" ")}`);
+  const [chapterInput, dirInput] = chapterAndDir(positionals);
   const intervalMs = values.interval === undefined ? undefined : parseInterval(values.interval);
   if (intervalMs !== undefined && !values.poll) throw usageError("INTERVAL_WITHOUT_POLL", "--interval 只和 --poll 一起使用");
   const chapters = loadChapters(LESSONS_DIR);
-  const chapter = findChapter(chapters, positionals[0]);
+  const chapter = findChapter(chapters, chapterInput);
   const file = progressPath();
   const loaded = loadProgress(file);
   if (loaded.warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${loaded.warning}\n`);
-  const { dir } = choosePracticeDir(KIT_ROOT, chapter, loaded.progress, positionals[1], userCwd());
+  const { dir } = choosePracticeDir(KIT_ROOT, chapter, loaded.progress, dirInput, userCwd());
   openPracticeDir(dir, chapter);
 
   await new Session(chapter, chapters, dir, file, { poll: values.poll ?? false, ...(intervalMs ? { intervalMs } : {}) }).run();

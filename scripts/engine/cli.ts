@@ -48,3 +48,11 @@ export function argumentError(error: unknown): CourseError {
       return usageError("BAD_ARGS", "命令行参数有误。用 --help 查看用法");
   }
 }
+
+/** 「<章节> [目录]」两个位置参数：多了是用法错误，空字符串目录也是（多半是引号用错了）。 */
+export function chapterAndDir(positionals: readonly string[]): [chapter: string | undefined, dir: string | undefined] {
+  if (positionals.length > 2) throw usageError("TOO_MANY_ARGS", `最多两个参数（章节、目录），收到了：${positionals.join(" ")}`);
+  const [chapter, dir] = positionals;
+  if (dir !== undefined && dir.trim() === "") throw usageError("DIR_EMPTY", "练习目录参数是空字符串；省略它即可使用默认目录");
+  return [chapter, dir];
+}
