@@ -1,18 +1,68 @@
-// 把 `npm run checkpoint -w @pi/course -- 03` 这类命令转交给课程套件。
-// 在课程套件里，../../scripts/<命令>.ts 存在：用 tsx 运行它；INIT_CWD 原样传下去，相对路径仍按敲命令的目录解析。
-// 在练习目录里没有套件脚本：说明该去哪里运行，退出码 2（用法错误）。
-import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+// 课程项目里的 checkpoint、practice、verify、hint、watch、status、doctor 都经这里转交给课程套件。
+// - 在课程套件里（../../scripts/<命令>.ts 存在）：原样转给套件脚本。
+// - 在练习目录里：.pi-course-practice.json 记着套件的位置和章节，替学习者补上章节号和练习目录，
+//   所以在练习目录里直接 `npm run verify` 就行。
+// - 两者都不是：说明该去哪里运行，退出码 2（用法错误）。
+// INIT_CWD 原样传下去：命令里的相对路径仍按学习者敲命令的目录解析。
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
+const MARKER = ".pi-course-practice.json";
 const [command = "", ...args] = process.argv.slice(2);
-const kitRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
-const script = path.join(kitRoot, "scripts", `${command}.ts`);
+const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 
-if (!existsSync(script)) {
-  console.error(`错误：这里是课程项目，不是课程套件。请回到课程套件的根目录运行 npm run ${command} -- ${args.join(" ")}`.trimEnd());
-  process.exit(2);
+const kitScript = (kitRoot) => path.join(kitRoot, "scripts", `${command}.ts`);
+
+if (existsSync(kitScript(projectRoot))) {
+  forward(projectRoot, args);
+} else {
+  const marker = readMarker();
+  if (marker && existsSync(kitScript(marker.kitRoot))) {
+    forward(marker.kitRoot, withPracticeDefaults(args, marker.chapter));
+  } else {
+    console.error(`错误：这里不是课程套件，也不是练习目录。请回到课程套件的根目录运行 npm run ${command} -- ${args.join(" ")}`.trimEnd());
+    process.exit(2);
+  }
 }
-const run = spawnSync(process.execPath, ["--import", "tsx", script, ...args], { cwd: kitRoot, stdio: "inherit" });
-process.exit(run.status ?? 1);
+
+function readMarker() {
+  try {
+    const marker = JSON.parse(readFileSync(path.join(projectRoot, MARKER), "utf8"));
+    return typeof marker.kitRoot === "string" && typeof marker.chapter === "string" ? marker : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** 练习目录里省略的章节号与目录，由标记文件补上；学习者写了的一律照用。 */
+function withPracticeDefaults(given, chapter) {
+  const positionals = given.filter((arg) => !arg.startsWith("-"));
+  switch (command) {
+    case "verify":
+    case "watch":
+    case "doctor":
+      return positionals.length === 0 ? [chapter, projectRoot, ...given] : given;
+    case "hint": {
+      // `npm run hint -- 3.2` 在练习目录里的意思是“本章的实践 3.2”。
+      const rest = positionals.length > 0 && !/^\d+\.\d+$/.test(positionals[0]) ? given : [chapter, ...given];
+      return rest.includes("--dir") ? rest : [...rest, "--dir", projectRoot];
+    }
+    case "checkpoint":
+      return positionals.length === 0 ? [chapter, ...given] : given;
+    default:
+      return given;
+  }
+}
+
+function forward(kitRoot, forwarded) {
+  const child = spawn(process.execPath, ["--import", "tsx", kitScript(kitRoot), ...forwarded], {
+    cwd: kitRoot,
+    stdio: "inherit",
+  });
+  // 终端的 Ctrl-C 会同时送到子进程，由它自己收尾；这里只转发 SIGTERM。
+  process.on("SIGINT", () => {});
+  process.on("SIGTERM", () => child.kill("SIGTERM"));
+  child.on("close", (code, signal) => process.exit(code ?? (signal === "SIGINT" ? 130 : 1)));
+}
