@@ -30,12 +30,12 @@ const TS59 = path.join(KIT_ROOT, "node_modules", "typescript-5.9", "bin", "tsc")
 
 const HELP = `用法：npm run bench [-- --runs N] [--full] [--chapter 章节] [--out 文件]
 
-测量 DESIGN.md §7 的性能目标，每项取多次运行的中位数：
+测量课程套件的性能目标，每项取多次运行的中位数：
   学习循环（练习目录里编译 + 聚焦测试）≤ 1 s，并且比同样的循环在 TypeScript 5.9 上快 ≥ 3 倍
   （同一次运行里两个版本交替测量，比例并排列出）
   practice（课程历史已缓存）≤ 1 s
   第一次构建全部章节的课程历史 ≤ 3 s（在只含主分支的新克隆里测）
-  完整的 npm test ≤ 3 分钟（约 30 秒以上，只在加 --full 时测，只跑一次）
+  完整的 npm test ≤ 3 分钟（要一分钟以上，只在加 --full 时测，只跑一次）
 打印一张表，并把全部样本写成 JSON（默认 .bench/results.json）。不属于 npm test。
 
   --runs N        每项测几次（默认 ${DEFAULT_RUNS}，1–50）
@@ -168,7 +168,7 @@ await runCommand(async () => {
   mkdirSync(path.dirname(out), { recursive: true });
   writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
 
-  console.log(paint("bold", `性能目标（DESIGN §7）· 中位数，每项 ${runs} 次 · ${os.cpus().length} 核 · Node ${process.versions.node}`));
+  console.log(paint("bold", `性能目标 · 中位数，每项 ${runs} 次 · ${os.cpus().length} 核 · Node ${process.versions.node}`));
   console.log("");
   console.log(paint("dim", `${pad("项目", 46)}${pad("中位数", 10)}${pad("目标", 10)}结果`));
   for (const entry of rows) {

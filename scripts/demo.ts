@@ -17,12 +17,13 @@ const HELP = `用法：npm run demo -- [--workspace 目录] [任务]
 
 用课程最终的迷你 pi 跑一次 README 任务，并逐条打印事件流。
 默认使用脚本模型（离线、无需 API key）和一个只含 README.md 的临时工作区。
-
-  --workspace 目录   让工具在这个目录里工作（默认：临时目录）
-  --help             显示本说明
+脚本模型只会回放 README 任务的两轮固定回答，所以离线时不接受 [任务] 和 --workspace。
 
 设置 PI_COURSE_BASE_URL（以及 PI_COURSE_MODEL、可选的 PI_COURSE_API_KEY）后，
-改为连接这个 OpenAI 兼容的端点。`;
+改为连接这个 OpenAI 兼容的端点；这时可以给出自己的任务和工作区：
+
+  --workspace 目录   让工具在这个目录里工作（默认：临时目录；需要真实端点）
+  --help             显示本说明`;
 
 const README_TASK = "请读取 README，然后告诉我项目名。";
 const SYSTEM_PROMPT = "你是 pi，一个小巧的编码助手。回答前先读取相关文件。";
@@ -52,12 +53,20 @@ await runCommand(async () => {
     return;
   }
   const task = positionals.join(" ").trim() || README_TASK;
-  let model: Model;
+  let endpoint: Model | undefined;
   try {
-    model = modelFromEnv() ?? scriptedReadmeModel();
+    endpoint = modelFromEnv();
   } catch (error) {
     throw usageError("DEMO_ENV", (error as Error).message);
   }
+  if (!endpoint && (task !== README_TASK || values.workspace !== undefined)) {
+    const what = task !== README_TASK ? "自定义任务" : "--workspace";
+    throw usageError(
+      "DEMO_OFFLINE_FIXED",
+      `离线的脚本模型只会回放 README 任务，不能用${what}（它照样会回答 tiny-pi）；要让真实模型做你的任务，先设置 PI_COURSE_BASE_URL 和 PI_COURSE_MODEL（可选 PI_COURSE_API_KEY）指向一个 OpenAI 兼容端点`,
+    );
+  }
+  const model: Model = endpoint ?? scriptedReadmeModel();
 
   const scratch = values.workspace === undefined ? mkdtempSync(path.join(os.tmpdir(), "pi-course-demo-")) : undefined;
   try {
@@ -82,13 +91,20 @@ await runCommand(async () => {
     const answer = [...result.messages].reverse().find((message) => message.role === "assistant");
     console.log("");
     if (result.reason !== "stop") {
-      throw new CourseError("DEMO_FAILED", `智能体没有正常结束（${result.reason}）：${result.errorMessage ?? "没有更多说明"}`);
+      const fix = endpoint ? `；${endpointFix(result.errorMessage)}` : "";
+      throw new CourseError("DEMO_FAILED", `智能体没有正常结束（${result.reason}）：${result.errorMessage ?? "没有更多说明"}${fix}`);
     }
     console.log(paint("green", `回答：${answer ? textOf(answer) : ""}`));
   } finally {
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   }
 });
+
+/** 连真实端点失败时该查什么：HTTP 错误多半是模型名或 key；连不上多半是地址写错或服务没开。 */
+function endpointFix(message: string | undefined): string {
+  if (message?.startsWith("HTTP ")) return "检查 PI_COURSE_MODEL 与 PI_COURSE_API_KEY 是否被这个端点接受";
+  return `检查 PI_COURSE_BASE_URL（现在是 ${process.env.PI_COURSE_BASE_URL ?? ""}）是否写对、那个服务是否正在运行`;
+}
 
 /** 每个事件一行；文字增量原样接在一起，像终端里看到的那样。 */
 function printEvent(event: AgentEvent): void {

@@ -1,3 +1,4 @@
+import path from "node:path";
 import { parseArgs } from "node:util";
 
 import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
@@ -8,8 +9,10 @@ import {
   checkHistory,
   checkInstall,
   checkNode,
+  chapterOfDir,
   checkPracticeDir,
   checkProgressFile,
+  doctorArguments,
   repairLinks,
   type DoctorCheck,
 } from "./engine/doctor.js";
@@ -17,6 +20,7 @@ import { CourseError, isCourseError } from "./engine/errors.js";
 import { ensureHistory, type CourseHistory } from "./engine/history.js";
 import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
 import { emptyProgress, inspectProgress, progressPath } from "./engine/progress.js";
+import { nextChapter } from "./engine/syllabus.js";
 import { choosePracticeDir } from "./engine/verify.js";
 
 const HELP = `用法：npm run doctor -- [章节] [目录] [--fix] [--json]
@@ -25,7 +29,8 @@ const HELP = `用法：npm run doctor -- [章节] [目录] [--fix] [--json]
 Node.js 版本、git、课程套件是否为 git 仓库、依赖是否装好、课程历史、进度文件，
 以及一个练习目录的健康（标记、位置、依赖链接、测试文件是否被改动、文件监视）。
 
-[章节] 省略时检查下一章（npm run status 里标出的那一章）的练习目录。
+[章节] 省略时：只写了目录（npm run doctor -- ../pi-practice-03）就检查那个目录记下的章节；
+        什么都没写就检查下一章（npm run status 里标出的那一章）的练习目录。
 [目录] 省略时用 verify 的默认目录。
 
   --fix    修复能自动修复的项：构建课程历史、重新链接练习目录的依赖（只动符号链接）
@@ -41,7 +46,7 @@ await runCommand(async () => {
     console.log(HELP);
     return;
   }
-  const [chapterInput, dirInput] = chapterAndDir(positionals);
+  const given = chapterAndDir(positionals);
 
   const checks: DoctorCheck[] = [];
   const actions: string[] = [];
@@ -55,6 +60,8 @@ await runCommand(async () => {
     if (!isCourseError(error)) throw error;
     checks.push({ title: "课程章节", status: "fail", detail: error.message, fix: "git status 看看 lessons/ 是否被改动；git checkout -- lessons 还原" });
   }
+  // 只写了一个参数时，它可能是章节，也可能是目录
+  const { chapterInput, dirInput } = doctorArguments(chapters, given, userCwd());
   // 章节参数写错是用法错误，先于任何输出报告
   const chapter = chapters && chapterInput !== undefined ? findChapter(chapters, chapterInput) : undefined;
 
@@ -76,7 +83,8 @@ await runCommand(async () => {
   if (chapters) {
     const inspected = inspectProgress(file); // 只读：损坏的进度文件留给下一个会写入的命令去备份
     const progress = inspected.state === "ok" ? inspected.progress : emptyProgress();
-    const target = chapter ?? chapters.find((candidate) => !progress.verified[candidate.id]) ?? chapters.at(-1);
+    const fromDir = chapter === undefined && dirInput !== undefined ? chapterOfDir(chapters, path.resolve(userCwd(), dirInput)) : undefined;
+    const target = chapter ?? fromDir ?? nextChapter(chapters, progress) ?? chapters.at(-1);
     if (target) {
       const { dir, explicit } = choosePracticeDir(KIT_ROOT, target, progress, dirInput, userCwd());
       let practice = await checkPracticeDir({ kitRoot: KIT_ROOT, chapter: target, chapters, history, dir, explicit });

@@ -46,15 +46,19 @@ await runCommand(async () => {
     if (!picked) {
       console.log(paint("green", `第 ${chapter.id} 章的聚焦测试已经全部通过，不需要提示。`));
       console.log(`想回看某个实践的提示：npm run hint -- ${chapter.id} ${chapter.labs[0]?.id ?? ""} --level 1`);
-      console.log(`记下进度：npm run verify -- ${chapter.id}`);
+      if (loaded.progress.verified[chapter.id]) console.log(`本章已经点亮；npm run status 查看下一章。`);
+      else console.log(`记下进度：npm run verify -- ${chapter.id}`);
       return;
     }
     ({ lab, reason } = picked);
   }
 
   const shown = hintsShown(loaded.progress, chapter.id, lab.id);
-  const step = nextHint(lab, shown, requested);
-  if (step.isNew) updateProgress(file, (progress) => recordHint(progress, chapter.id, lab.id, step.level));
+  const step = nextHint(chapter, lab, shown, requested);
+  if (step.isNew) {
+    const saved = updateProgress(file, (progress) => recordHint(progress, chapter.id, lab.id, step.level));
+    if (saved.warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${saved.warning}\n`);
+  }
   const seen = Math.max(shown, step.level);
 
   console.log(paint("bold", `第 ${chapter.id} 章 · 实践 ${lab.id} · ${lab.title}`));
@@ -88,7 +92,7 @@ async function failingLab(
 ): Promise<{ lab: Lab; reason: string } | undefined> {
   const { dir, explicit } = choosePracticeDir(KIT_ROOT, chapter, progress, dirInput, userCwd());
   try {
-    openPracticeDir(dir, chapter);
+    openPracticeDir(dir, chapter, explicit);
   } catch (error) {
     if (explicit) throw error;
     const lab = chapter.labs.find((candidate) => hintsShown(progress, chapter.id, candidate.id) < LADDER_HEIGHT) ?? chapter.labs.at(-1);

@@ -34,13 +34,14 @@ await runCommand(async () => {
   console.log(`取自提交 ${shortHash(start)}（${chapter.mode === "观察" ? "目标，观察章" : "起点"}）。先读 LEARNING.md，再运行：`);
   console.log("");
   console.log(`  cd ${dir}`);
-  console.log(`  ${BUILD_COMMAND}`);
-  console.log(`  ${focusedRun(chapter, {})}`);
+  console.log(`  ${BUILD_COMMAND} && ${focusedRun(chapter, {})}`);
   console.log("");
   console.log("第一次运行应当看到：");
   for (const line of describeFirstRed(chapter.firstRed)) console.log(`  ${line}`);
   console.log("");
-  console.log(`边写边看：npm run watch -- ${chapter.id}    卡住时：npm run hint -- ${chapter.id}    做完后：npm run verify -- ${chapter.id}`);
+  // 练习目录里的 npm run verify / hint / watch 经 packages/pi-course/kit.mjs 转交给套件，章节与目录由标记补上
+  console.log(`下面三个命令在课程套件根目录 ${KIT_ROOT} 运行（或在练习目录里直接 npm run verify）：`);
+  console.log(`  边写边看：npm run watch -- ${chapter.id}    卡住时：npm run hint -- ${chapter.id}    做完后：npm run verify -- ${chapter.id}`);
 });
 
 /** 记下本章的练习目录，verify / watch / hint 省略目录时就用它。记不下来不影响练习目录本身。 */

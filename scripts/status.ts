@@ -16,7 +16,9 @@ const HELP = `用法：npm start，或 npm run status [-- --json]
 
 课程地图：按部分列出全部章节，verify 通过的章节被点亮（●），
 还标出下一章、它的练习目录，以及你用了多少级提示。
-地图只读进度文件，从不修改它；只有 npm run verify 看到全部通过时才会点亮一章。
+地图只读进度文件，从不修改它（文件损坏时只提醒一句、按空白进度显示，文件原样保留）；
+只有 npm run verify 看到全部通过时才会点亮一章。
+下一章：点亮的最高一章之后第一章没点亮的；后面都亮了就回头找第一章没点亮的。
 
 进度文件默认在 \${XDG_STATE_HOME:-~/.local/state}/pi-course/progress.json
 （Windows：%LOCALAPPDATA%\\pi-course\\progress.json），可用环境变量 PI_COURSE_PROGRESS 改到别处。

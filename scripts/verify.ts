@@ -9,6 +9,8 @@ import { KIT_ROOT } from "./engine/paths.js";
 import { openPracticeDir, practiceStart } from "./engine/practice.js";
 import { hintsShown, loadProgress, progressPath, recordVerified, updateProgress } from "./engine/progress.js";
 import { checkLines, deviationLines, hintLine, seconds, type Painter } from "./engine/screen.js";
+import type { TestOutcome } from "./engine/runner.js";
+import { nextChapter } from "./engine/syllabus.js";
 import { checkPractice, choosePracticeDir, type PracticeCheck } from "./engine/verify.js";
 
 const HELP = `用法：npm run verify -- <章节> [目录] [--json]
@@ -16,6 +18,8 @@ const HELP = `用法：npm run verify -- <章节> [目录] [--json]
 构建练习目录，运行本章的聚焦测试和每一章更早的测试（回归会显出来），
 按实践报告结果，只指出第一处偏差：第一条失败断言的期望与实际，或第一条 tsc 错误的文件与行号。
 全部通过时把本章记为已完成，在 npm run status 的地图上点亮。
+已经点亮的章节这次没通过时仍然保持点亮（记录来自之前那次通过，verify 从不抹掉它）；
+修好后再 verify 一次即可。
 
 <章节> 可以写 3、03 或 message-ir。
 [目录] 默认是 practice 为本章创建的练习目录（通常是套件旁边的 ../pi-practice-NN）。
@@ -37,21 +41,26 @@ await runCommand(async () => {
   const file = progressPath();
   const loaded = loadProgress(file);
   if (loaded.warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${loaded.warning}\n`);
-  const { dir } = choosePracticeDir(KIT_ROOT, chapter, loaded.progress, dirInput, userCwd());
-  const marker = openPracticeDir(dir, chapter);
+  const { dir, explicit } = choosePracticeDir(KIT_ROOT, chapter, loaded.progress, dirInput, userCwd());
+  const marker = openPracticeDir(dir, chapter, explicit);
 
   const check = await checkPractice({ dir, chapter, chapters, scope: "all", integrity: { kitRoot: KIT_ROOT, history } });
   const target = history.chapters[chapter.id]?.target ?? "";
 
+  let progress = loaded.progress;
   if (check.passed) {
-    updateProgress(file, (progress) => {
-      recordVerified(progress, chapter.id, { target, verifiedAt: new Date().toISOString(), dir });
-      progress.practiceDirs[chapter.id] ??= dir;
+    const saved = updateProgress(file, (draft) => {
+      recordVerified(draft, chapter.id, { target, verifiedAt: new Date().toISOString(), dir });
+      draft.practiceDirs[chapter.id] ??= dir;
     });
+    if (saved.warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${saved.warning}\n`);
+    progress = saved.progress;
   }
+  // 没通过不会抹掉之前的点亮：记录的是那一次亲眼看到的全部通过
+  const earlierPass = check.passed ? undefined : progress.verified[chapter.id];
 
   if (values.json) {
-    console.log(JSON.stringify(toJson(check, target), null, 2));
+    console.log(JSON.stringify(toJson(check, target, progress.verified[chapter.id] !== undefined), null, 2));
     if (!check.passed) process.exitCode = 1;
     return;
   }
@@ -67,13 +76,13 @@ await runCommand(async () => {
   console.log(paint("dim", `用时：编译 ${seconds(check.buildMs)} · 测试 ${seconds(check.testMs)}`));
 
   if (check.passed) {
-    const index = chapters.indexOf(chapter);
-    const next = chapters[index + 1];
+    const next = nextChapter(chapters, progress);
+    const tests = check.earlier.length > 0 ? `${check.focused.length} 项聚焦测试和更早章节的测试` : `${check.focused.length} 项聚焦测试`;
     console.log("");
-    console.log(paint("green", `✓ 第 ${chapter.id} 章已点亮：编译干净，${check.focused.length} 项聚焦测试和更早章节的测试全部通过。`));
+    console.log(paint("green", `✓ 第 ${chapter.id} 章已点亮：编译干净，${tests}全部通过。`));
     console.log("别忘了本章的故障实验和验收问题（见练习目录的 LEARNING.md）。");
     if (next) console.log(`下一章：第 ${next.id} 章 · ${next.title} → ${paint("cyan", `npm run practice -- ${next.id}`)}`);
-    else console.log("这是目前开放的最后一章。npm run status 查看整张地图。");
+    else console.log("已开放的章节全部点亮。npm run status 查看整张地图。");
     return;
   }
 
@@ -87,15 +96,23 @@ await runCommand(async () => {
     console.log("");
     console.log(hintLine(chapter, failing.lab, hintsShown(loaded.progress, chapter.id, failing.lab.id), color));
   }
+  if (earlierPass) {
+    console.log("");
+    console.log(
+      paint("yellow", `第 ${chapter.id} 章仍然保持点亮：那是 ${earlierPass.verifiedAt.slice(0, 10)} 那次通过记下的，这次没通过不会抹掉它；修好后再 verify 一次即可。`),
+    );
+  }
   throw new CourseError("VERIFY_FAILED", `第 ${chapter.id} 章还没有通过${failing ? `：从实践 ${failing.lab.id} 开始` : ""}（第一处偏差见上）`);
 });
 
-function toJson(check: PracticeCheck, target: string) {
+function toJson(check: PracticeCheck, target: string, lit: boolean) {
   return {
     chapter: check.chapter.id,
     dir: check.dir,
     target,
     passed: check.passed,
+    /** 进度里本章是否点亮：这次通过，或者之前通过过（没通过不会抹掉之前的点亮）。 */
+    lit,
     build: { ok: check.build.ok, errors: check.build.errors, ms: Math.round(check.buildMs) },
     labs: check.labs.map((result) => ({
       id: result.lab.id,
@@ -118,13 +135,25 @@ function toJson(check: PracticeCheck, target: string) {
 function jsonDeviation(deviation: NonNullable<PracticeCheck["deviation"]>) {
   switch (deviation.kind) {
     case "test":
+      return {
+        kind: deviation.kind,
+        chapter: deviation.chapter.id,
+        lab: deviation.lab?.id ?? null,
+        test: withoutStack(deviation.test),
+        location: deviation.location ?? null,
+      };
     case "load":
-      return { kind: deviation.kind, chapter: deviation.chapter.id, lab: "lab" in deviation ? (deviation.lab?.id ?? null) : null, test: deviation.test };
+      return { kind: deviation.kind, chapter: deviation.chapter.id, lab: null, test: withoutStack(deviation.test), location: null };
     case "count":
       return { kind: deviation.kind, lab: deviation.lab.id, selected: deviation.result.tests.length, passed: deviation.result.passed, expect: deviation.result.run.expect };
     default:
       return deviation;
   }
+}
+
+/** 原始堆栈很长，而且 location 已经给出了要看的那一帧。 */
+function withoutStack({ stack: _stack, ...test }: TestOutcome): Omit<TestOutcome, "stack"> {
+  return test;
 }
 
 function parseCommandLine() {

@@ -3,13 +3,13 @@ import { parseArgs } from "node:util";
 
 import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
 import { chapterAndDir, argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
-import { usageError } from "./engine/errors.js";
+import { isCourseError, usageError } from "./engine/errors.js";
 import { LADDER_HEIGHT, nextHint } from "./engine/hints.js";
 import { currentLab } from "./engine/labs.js";
 import { COURSE_PACKAGE, KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
 import { openPracticeDir } from "./engine/practice.js";
 import { hintsShown, inspectProgress, loadProgress, progressPath, recordHint, updateProgress } from "./engine/progress.js";
-import { buildLine, deviationLines, hintLine, labLines, seconds, type Painter } from "./engine/screen.js";
+import { buildLine, deviationLines, hintLine, labLines, seconds, watchFooter, type Painter } from "./engine/screen.js";
 import { checkPractice, choosePracticeDir, type PracticeCheck } from "./engine/verify.js";
 import { DEFAULT_POLL_INTERVAL_MS, watchTree, type Watcher } from "./engine/watch.js";
 
@@ -26,7 +26,8 @@ const HELP = `用法：npm run watch -- <章节> [目录] [--poll] [--interval �
   --interval 毫秒  --poll 的检查间隔（默认 ${DEFAULT_POLL_INTERVAL_MS}）
   --help           显示本说明
 
-在终端里运行时的按键：r 或回车 重跑 · h 展开当前实践的下一级提示 · q 或 Ctrl-C 退出`;
+在终端里运行时的按键（每屏最后一行也会列出）：
+  r 或回车 重跑 · h 展开当前实践的下一级提示（全部通过时会说不需要提示）· q 或 Ctrl-C 退出`;
 
 const color: Painter = (style, text) => paint(style, text);
 
@@ -44,8 +45,8 @@ async function main(): Promise<void> {
   const file = progressPath();
   const loaded = loadProgress(file);
   if (loaded.warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${loaded.warning}\n`);
-  const { dir } = choosePracticeDir(KIT_ROOT, chapter, loaded.progress, dirInput, userCwd());
-  openPracticeDir(dir, chapter);
+  const { dir, explicit } = choosePracticeDir(KIT_ROOT, chapter, loaded.progress, dirInput, userCwd());
+  openPracticeDir(dir, chapter, explicit);
 
   await new Session(chapter, chapters, dir, file, { poll: values.poll ?? false, ...(intervalMs ? { intervalMs } : {}) }).run();
 }
@@ -62,6 +63,8 @@ class Session {
   private notice = "";
   private stopped = false;
   private lastMs = 0;
+  /** 是否在读键盘（只在终端里）；决定页脚要不要列出按键。 */
+  private keys = false;
   private finish: () => void = () => {};
 
   constructor(
@@ -137,6 +140,7 @@ class Session {
       if (check.passed || (!failing && !check.deviation)) {
         out.push(paint("green", `✓ 聚焦测试全部通过（${check.focused.length}/${chapter.focusedTest.count}）。`));
         out.push(`下一步：${paint("cyan", `npm run verify -- ${chapter.id}`)} 连同更早章节一起验证，并点亮本章。`);
+        if (this.shownHint.length > 0) out.push("", ...this.shownHint);
       } else {
         if (failing) {
           out.push(paint("bold", `当前实践：${failing.lab.id} · ${failing.lab.title}`));
@@ -150,7 +154,7 @@ class Session {
           out.push("");
           const inspected = inspectProgress(this.progressFile); // 只读：每次重跑都看一眼，另一个终端里的 hint 也算数
           const shown = inspected.state === "ok" ? hintsShown(inspected.progress, chapter.id, failing.lab.id) : 0;
-          out.push(hintLine(chapter, failing.lab, shown, color) + (process.stdin.isTTY ? paint("dim", "（或按 h）") : ""));
+          out.push(hintLine(chapter, failing.lab, shown, color) + (this.keys ? paint("dim", "（或按 h）") : ""));
         }
         if (this.shownHint.length > 0) out.push("", ...this.shownHint);
       }
@@ -158,10 +162,9 @@ class Session {
     if (this.notice) out.push("", paint("yellow", this.notice));
     const time = new Date().toLocaleTimeString("zh-CN", { hour12: false });
     const cause = this.trigger.length > 0 ? ` · 触发：${this.trigger.slice(0, 3).join("、")}${this.trigger.length > 3 ? " 等" : ""}` : "";
-    const how = this.watcher?.mode === "events" ? "文件事件" : "轮询";
     out.push("");
     out.push(paint("dim", `[${time}] 第 ${this.runs} 次运行 · 用时 ${seconds(ms)}${cause}`));
-    out.push(paint("dim", `监视中（${how}）：保存文件即重跑，Ctrl-C 退出`));
+    out.push(paint("dim", watchFooter(this.watcher?.mode ?? "poll", this.keys)));
     if (process.stdout.isTTY) process.stdout.write("\x1b[2J\x1b[3J\x1b[H");
     else process.stdout.write(`${"─".repeat(60)}\n`);
     process.stdout.write(`${out.join("\n")}\n`);
@@ -171,6 +174,7 @@ class Session {
   private listenToKeys(): void {
     const stdin = process.stdin;
     if (!stdin.isTTY) return;
+    this.keys = true;
     stdin.setRawMode(true);
     stdin.setEncoding("utf8");
     stdin.on("data", (key: string) => {
@@ -181,17 +185,28 @@ class Session {
   }
 
   private revealHint(): void {
-    const failing = this.last ? currentLab(this.last.labs) : undefined;
-    if (!failing) return;
+    const check = this.last;
+    if (!check) return; // 第一次运行还没结束，或者刚才那次出错了
+    const failing = currentLab(check.labs);
     const { chapter } = this;
-    let level = 0;
-    updateProgress(this.progressFile, (progress) => {
-      const step = nextHint(failing.lab, hintsShown(progress, chapter.id, failing.lab.id));
-      level = step.level;
-      recordHint(progress, chapter.id, failing.lab.id, step.level);
-      this.shownHint = [paint("cyan", `提示 ${step.level}/${LADDER_HEIGHT} · ${step.name}`), ...step.text.split("\n").map((line) => `  ${line}`)];
-    });
-    if (level > 0) this.render(this.lastMs);
+    if (!failing) {
+      // 没有没通过的实践：要么全绿，要么偏差不属于任何实践（看上面的第一处偏差）
+      this.shownHint = [check.deviation ? "没有哪个实践没通过，所以没有提示可给：先看上面的第一处偏差。" : paint("green", "聚焦测试全部通过，不需要提示。")];
+      this.render(this.lastMs);
+      return;
+    }
+    try {
+      const saved = updateProgress(this.progressFile, (progress) => {
+        const step = nextHint(chapter, failing.lab, hintsShown(progress, chapter.id, failing.lab.id));
+        recordHint(progress, chapter.id, failing.lab.id, step.level);
+        this.shownHint = [paint("cyan", `提示 ${step.level}/${LADDER_HEIGHT} · ${step.name}`), ...step.text.split("\n").map((line) => `  ${line}`)];
+      });
+      if (saved.warning) this.notice = saved.warning;
+    } catch (error) {
+      if (!isCourseError(error)) throw error;
+      this.notice = error.message; // 进度写不进去：提示照样不给出来，但监视继续
+    }
+    this.render(this.lastMs);
   }
 
   private stop(): void {

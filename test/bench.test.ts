@@ -19,13 +19,13 @@ test("中位数与目标判断", () => {
   assert.equal(meets(TARGETS.ratio, 2.9), false);
 });
 
-test("bench 跑一遍（每项 1 次）：打印 DESIGN §7 的目标表，并写出 JSON", { timeout: 120_000 }, async () => {
+test("bench 跑一遍（每项 1 次）：打印性能目标表，并写出 JSON", { timeout: 120_000 }, async () => {
   const out = path.join(work.dir, "results.json");
   const { code, stdout, stderr } = await runScript("bench", ["--runs", "1", "--out", out]);
   // 在繁忙的机器上某项可能超时限：那是 1（目标未达成），不是崩溃
   assert.ok(code === 0 || code === 1, stderr);
   if (code === 1) assert.match(stderr, /项没有达到目标/);
-  assert.match(stdout, /性能目标（DESIGN §7）· 中位数，每项 1 次/);
+  assert.match(stdout, /性能目标 · 中位数，每项 1 次/);
   assert.match(stdout, /学习循环 · TS 7/);
   assert.match(stdout, /TS 5\.9 ÷ TS 7/);
   assert.match(stdout, /practice（历史已缓存/);

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
+import { argumentError, paint, wantsColor } from "../scripts/engine/cli.ts";
 import { KIT, runScript, spawnProcess, tempDir, TSX } from "./helpers.ts";
 
 const work = tempDir("cli");
@@ -27,8 +28,8 @@ describe("checkpoint：定位一章", () => {
     assert.match(stdout, /第 03 章 · 保存一次完整的工具往返/);
     assert.ok(stdout.includes(card.commits.parent) && stdout.includes(card.commits.target));
     assert.ok(stdout.includes(`git diff ${card.commits.parent.slice(0, 8)} ${card.commits.target.slice(0, 8)} -- packages/pi-course`));
-    assert.ok(stdout.includes("git worktree add"));
-    assert.ok(stdout.includes('node --test --test-name-pattern="文本投影" packages/pi-course/dist/test/03-*.test.js'));
+    assert.match(stdout, /git worktree add \.\.\/pi-course-03 [0-9a-f]{8}\s+（做完本章再看答案）/);
+    assert.ok(stdout.includes('  npm run build -w @pi/course && node --test --test-name-pattern="文本投影" packages/pi-course/dist/test/03-*.test.js    → 1/1'));
     assert.match(stdout, /TS2305/);
     assert.match(stdout, /聚焦测试：packages\/pi-course\/test\/03-message-ir\.test\.ts（4 项）/);
   });
@@ -81,6 +82,8 @@ describe("practice：创建练习目录", () => {
     assert.equal(code, 0, stderr);
     assert.ok(Date.now() - started < 10_000);
     assert.match(stdout, /已创建第 03 章练习目录/);
+    assert.ok(stdout.includes("  npm run build -w @pi/course && node --test packages/pi-course/dist/test/03-*.test.js\n"), "学习循环是一条 && 连起来的命令");
+    assert.match(stdout, /在课程套件根目录 .* 运行（或在练习目录里直接 npm run verify）/);
     assert.ok(!existsSync(path.join(dir, ".git")));
     assert.ok(existsSync(path.join(dir, "LEARNING.md")));
     assert.ok(existsSync(path.join(dir, "node_modules", "typescript")));
@@ -104,14 +107,21 @@ describe("practice：创建练习目录", () => {
     assert.match(output, /error TS2307: .*'\.\.\/src\/types\.js'/);
   });
 
-  test("在练习目录里运行套件命令：一句中文说明该去哪里运行，退出码 2", { timeout: 60_000 }, async () => {
+  test("在练习目录里运行套件命令：经 kit.mjs 转交给套件，章节与目录由练习目录补上", { timeout: 60_000 }, async () => {
     const dir = path.join(work.dir, "ch02-kit-commands");
+    const progress = path.join(work.dir, "ch02-kit-commands-progress.json");
     assert.equal((await runScript("practice", ["02", dir])).code, 0);
+    const env = { ...process.env, NO_COLOR: "1", PI_COURSE_PROGRESS: progress };
     for (const args of [["run", "checkpoint", "-w", "@pi/course", "--", "03"], ["run", "checkpoint", "--", "03"]]) {
-      const result = await spawnProcess("npm", ["--silent", ...args], { cwd: dir });
-      assert.equal(result.code, 2, args.join(" "));
-      assert.match(result.stderr, /这里是课程项目，不是课程套件/);
+      const result = await spawnProcess("npm", ["--silent", ...args], { cwd: dir, env });
+      assert.equal(result.code, 0, `${args.join(" ")}：${result.stderr}`);
+      assert.match(result.stdout, /第 03 章 · 保存一次完整的工具往返/);
     }
+    // practice 打印的“或在练习目录里直接 npm run verify”要成立
+    const verify = await spawnProcess("npm", ["--silent", "run", "verify"], { cwd: dir, env });
+    assert.equal(verify.code, 1, verify.stderr);
+    assert.ok(verify.stdout.includes(`第 02 章 · `) && verify.stdout.includes(`验证 ${dir}`), verify.stdout);
+    assert.match(verify.stderr, /^错误：第 02 章还没有通过/);
   });
 
   test("相对目录按敲命令时所在的目录解析", async () => {
@@ -131,6 +141,20 @@ describe("practice：创建练习目录", () => {
     assert.match(stderr, /不是空目录/);
     assert.deepEqual(readdirSync(dir), ["notes.md"]);
     assert.equal(readFileSync(path.join(dir, "notes.md"), "utf8"), "我的笔记");
+  });
+
+  test("对已有的本章练习目录再运行一次：接着做即可，退出码 2，一个文件都不动", async () => {
+    const dir = path.join(work.dir, "again");
+    assert.equal((await runScript("practice", ["02", dir])).code, 0);
+    const before = readdirSync(dir).sort();
+    const { code, stdout, stderr } = await runScript("practice", ["02", dir]);
+    assert.equal(code, 2);
+    assert.equal(stdout, "");
+    assert.match(stderr, /这已经是第 02 章的练习目录，接着做即可；要重新开始请换一个目录/);
+    assert.deepEqual(readdirSync(dir).sort(), before);
+    const other = await runScript("practice", ["03", dir]);
+    assert.equal(other.code, 2);
+    assert.match(other.stderr, /是第 02 章的练习目录；第 03 章请换一个/);
   });
 
   test("已存在的空目录可以直接使用", async () => {
@@ -176,5 +200,68 @@ describe("practice：创建练习目录", () => {
     const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
     assert.equal(code, 130);
     assert.deepEqual(readdirSync(parent), []);
+  });
+});
+
+describe("所有命令共用的命令行约定", () => {
+  test("输出接进提前关闭的管道（npm run status | head）：安静地结束，不打印 EPIPE 堆栈", { timeout: 60_000 }, async () => {
+    const { spawn } = await import("node:child_process");
+    const progress = path.join(work.dir, "epipe-progress.json");
+    for (const [script, args] of [["status", []], ["checkpoint", ["03"]], ["hint", ["03", "3.1", "--level", "1"]], ["demo", []]] as const) {
+      const child = spawn(process.execPath, ["--import", TSX, path.join(KIT, "scripts", `${script}.ts`), ...args], {
+        cwd: KIT,
+        env: { ...process.env, NO_COLOR: "1", INIT_CWD: KIT, PI_COURSE_PROGRESS: progress },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      child.stdout.destroy(); // 读的一端先关掉：子进程第一次写就会遇到 EPIPE
+      let stderr = "";
+      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+      const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+      assert.equal(code, 0, `${script}：${stderr}`);
+      assert.equal(stderr, "", script);
+    }
+  });
+
+  test("缺少取值的选项：中文说明里没有英文占位符 <value>", async () => {
+    const { code, stderr } = await runScript("hint", ["03", "3.1", "--level"]);
+    assert.equal(code, 2);
+    assert.equal(stderr.trim(), "错误：选项 --level 的用法不对：缺少取值。用 --help 查看用法");
+    const error = argumentError(Object.assign(new Error("Option '--dir <value>' argument missing"), { code: "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" }));
+    assert.equal(error.message, "选项 --dir 的用法不对：缺少取值。用 --help 查看用法");
+    assert.equal(error.exitCode, 2);
+  });
+
+  test("颜色：NO_COLOR 非空时不上色、空值不算；FORCE_COLOR 非 0 时管道里也上色", () => {
+    const tty = { isTTY: true };
+    const pipe = { isTTY: false };
+    assert.equal(wantsColor(tty, {}), true);
+    assert.equal(wantsColor(pipe, {}), false);
+    assert.equal(wantsColor(tty, { NO_COLOR: "1" }), false);
+    assert.equal(wantsColor(tty, { NO_COLOR: "" }), true, "空的 NO_COLOR 不算设置");
+    assert.equal(wantsColor(pipe, { FORCE_COLOR: "1" }), true);
+    assert.equal(wantsColor(tty, { FORCE_COLOR: "0" }), false);
+    assert.equal(wantsColor(pipe, { FORCE_COLOR: "1", NO_COLOR: "1" }), false, "NO_COLOR 优先");
+
+    const saved = { NO_COLOR: process.env.NO_COLOR, FORCE_COLOR: process.env.FORCE_COLOR };
+    try {
+      delete process.env.NO_COLOR;
+      process.env.FORCE_COLOR = "1";
+      assert.equal(paint("red", "红", pipe), "\u001b[31m红\u001b[39m");
+      process.env.NO_COLOR = "1";
+      assert.equal(paint("red", "红", pipe), "红");
+    } finally {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  });
+
+  test("FORCE_COLOR=1 时命令的输出接进管道也带颜色；NO_COLOR 设成空值不关颜色", async () => {
+    const forced = await runScript("checkpoint", ["03"], { env: { NO_COLOR: "", FORCE_COLOR: "1" } });
+    assert.equal(forced.code, 0);
+    assert.ok(forced.stdout.startsWith("\u001b[1m第 03 章"), JSON.stringify(forced.stdout.slice(0, 20)));
+    const plain = await runScript("checkpoint", ["03"], { env: { NO_COLOR: "1", FORCE_COLOR: "1" } });
+    assert.ok(plain.stdout.startsWith("第 03 章"));
   });
 });

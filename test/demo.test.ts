@@ -1,9 +1,34 @@
 import assert from "node:assert/strict";
-import { createServer, type IncomingMessage } from "node:http";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { test } from "node:test";
+import path from "node:path";
+import { after, test } from "node:test";
 
-import { runScript } from "./helpers.ts";
+import { runScript, tempDir } from "./helpers.ts";
+
+const work = tempDir("demo");
+after(() => work.remove());
+
+type ChatRequest = { url: string; auth: string; body: { model: string; messages: Array<{ role: string; content?: unknown }> } };
+
+/** 一个本机回环上的 OpenAI 兼容端点：记下收到的请求，用一段 SSE 回答。 */
+async function fakeEndpoint(answer: string): Promise<{ server: Server; baseUrl: string; requests: ChatRequest[] }> {
+  const requests: ChatRequest[] = [];
+  const server = createServer((request: IncomingMessage, response) => {
+    let body = "";
+    request.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")));
+    request.on("end", () => {
+      requests.push({ url: request.url ?? "", auth: request.headers.authorization ?? "", body: JSON.parse(body) });
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      const chunk = { choices: [{ index: 0, delta: { content: answer }, finish_reason: "stop" }] };
+      response.end(`data: ${JSON.stringify(chunk)}\n\ndata: [DONE]\n\n`);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return { server, baseUrl: `http://127.0.0.1:${port}/v1`, requests };
+}
 
 test("npm run demo：离线用脚本模型跑完 README 往返，逐条打印事件流", { timeout: 30_000 }, async () => {
   const { code, stdout, stderr } = await runScript("demo", []);
@@ -21,23 +46,11 @@ test("npm run demo：离线用脚本模型跑完 README 往返，逐条打印事
 });
 
 test("设置 PI_COURSE_BASE_URL 后，demo 改为连接那个 OpenAI 兼容端点，且不泄露 key", { timeout: 30_000 }, async () => {
-  const requests: Array<{ url: string; auth: string; body: { model: string; messages: Array<{ role: string }> } }> = [];
-  const server = createServer((request: IncomingMessage, response) => {
-    let body = "";
-    request.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")));
-    request.on("end", () => {
-      requests.push({ url: request.url ?? "", auth: request.headers.authorization ?? "", body: JSON.parse(body) });
-      response.writeHead(200, { "content-type": "text/event-stream" });
-      const chunk = { choices: [{ index: 0, delta: { content: "本地端点说：项目名是 tiny-pi。" }, finish_reason: "stop" }] };
-      response.end(`data: ${JSON.stringify(chunk)}\n\ndata: [DONE]\n\n`);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { server, baseUrl, requests } = await fakeEndpoint("本地端点说：项目名是 tiny-pi。");
   try {
-    const { port } = server.address() as AddressInfo;
     const { code, stdout, stderr } = await runScript("demo", [], {
       env: {
-        PI_COURSE_BASE_URL: `http://127.0.0.1:${port}/v1`,
+        PI_COURSE_BASE_URL: baseUrl,
         PI_COURSE_MODEL: "local-test",
         PI_COURSE_API_KEY: "sk-secret-demo-key",
       },
@@ -59,4 +72,43 @@ test("只设 PI_COURSE_BASE_URL 不设模型名：一行中文用法错误，退
   const { code, stderr } = await runScript("demo", [], { env: { PI_COURSE_BASE_URL: "http://127.0.0.1:9/v1" } });
   assert.equal(code, 2);
   assert.match(stderr, /PI_COURSE_MODEL/);
+});
+
+test("离线时给自定义任务或 --workspace：用法错误（退出码 2），说明脚本模型只回放 README 任务、怎样接真实端点", async () => {
+  for (const args of [["列出所有文件"], ["--workspace", work.dir]]) {
+    const { code, stdout, stderr } = await runScript("demo", args, { env: { PI_COURSE_BASE_URL: undefined } });
+    assert.equal(code, 2, `参数 ${JSON.stringify(args)}`);
+    assert.equal(stdout, "");
+    assert.equal(stderr.trim().split("\n").length, 1);
+    assert.match(stderr, /^错误：离线的脚本模型只会回放 README 任务/);
+    assert.match(stderr, /PI_COURSE_BASE_URL/);
+  }
+});
+
+test("接了真实端点：自定义任务和 --workspace 都照用", { timeout: 30_000 }, async () => {
+  const workspace = path.join(work.dir, "my-project");
+  mkdirSync(workspace);
+  writeFileSync(path.join(workspace, "README.md"), "# my-project\n");
+  const { server, baseUrl, requests } = await fakeEndpoint("这里有一个 README.md。");
+  try {
+    const { code, stdout, stderr } = await runScript("demo", ["--workspace", workspace, "列出所有文件"], {
+      env: { PI_COURSE_BASE_URL: baseUrl, PI_COURSE_MODEL: "local-test" },
+    });
+    assert.equal(code, 0, stderr);
+    assert.ok(stdout.includes(`工作区：${workspace}`), stdout);
+    assert.match(stdout, /任务：列出所有文件/);
+    assert.equal(requests[0]?.body.messages[1]?.content, "列出所有文件");
+  } finally {
+    server.close();
+  }
+});
+
+test("端点连不上：说明检查 PI_COURSE_BASE_URL、服务是否在运行，退出码 1", { timeout: 30_000 }, async () => {
+  const { server, baseUrl } = await fakeEndpoint("");
+  await new Promise<void>((resolve) => server.close(() => resolve())); // 端口刚空出来：连接会被拒绝
+  const { code, stderr } = await runScript("demo", [], { env: { PI_COURSE_BASE_URL: baseUrl, PI_COURSE_MODEL: "local-test" } });
+  assert.equal(code, 1);
+  assert.equal(stderr.trim().split("\n").length, 1);
+  assert.match(stderr, /fetch failed/);
+  assert.ok(stderr.includes(`检查 PI_COURSE_BASE_URL（现在是 ${baseUrl}）是否写对、那个服务是否正在运行`), stderr);
 });

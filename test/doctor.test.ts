@@ -10,12 +10,14 @@ import { practice } from "./learner.ts";
 const work = tempDir("doctor");
 after(() => work.remove());
 
-test("Node.js 版本：≥ 20.12 通过，20.0–20.11 提醒，更旧的不通过；每一项都带修复办法", () => {
+test("Node.js 版本：≥ 20.12 通过，20.0–20.11 只是提醒（不算不通过），更旧的不通过；每一项都带修复办法", () => {
   assert.equal(checkNode("22.3.0").status, "ok");
   assert.equal(checkNode("20.12.0").status, "ok");
+  assert.match(checkNode("20.12.0").detail, /课程需要 ≥ 20，建议 ≥ 20\.12/);
   const old20 = checkNode("20.5.1");
   assert.equal(old20.status, "warn");
-  assert.match(old20.fix ?? "", /Node\.js 20/);
+  assert.match(old20.detail, /可以学习；彩色输出等少数便利要 ≥ 20\.12/);
+  assert.match(old20.fix ?? "", /20\.12/);
   const ancient = checkNode("18.19.0");
   assert.equal(ancient.status, "fail");
   assert.match(ancient.detail, /太旧/);
@@ -63,12 +65,35 @@ describe("doctor：体检并给出修复办法", () => {
     writeFileSync(testFile, original);
   });
 
-  test("不是练习目录、练习目录不存在：不通过并给出创建命令", async () => {
+  test("只写目录：按目录标记里的章节检查", async () => {
+    const { code, stdout, stderr } = await doctor(dir);
+    assert.equal(code, 0, stdout + stderr);
+    assert.ok(stdout.includes(`✓ 练习目录（第 03 章）：${dir}`), stdout);
+  });
+
+  test("不是练习目录：空目录建议就在那里 practice，有文件的目录建议换一个；只写目录时也一样", async () => {
     const plain = path.join(work.dir, "plain");
     mkdirSync(plain);
     const notPractice = await doctor("03", plain);
     assert.equal(notPractice.code, 1);
     assert.match(notPractice.stdout, /✗ 练习目录（第 03 章）：.* 不是练习目录/);
+    assert.ok(notPractice.stdout.includes(`修复：npm run practice -- 03 ${plain}\n`), notPractice.stdout);
+
+    const onlyDir = await doctor(plain);
+    assert.equal(onlyDir.code, 1);
+    assert.match(onlyDir.stdout, /✗ 练习目录（第 \d\d 章）：.* 不是练习目录/);
+    assert.match(onlyDir.stdout, new RegExp(`修复：npm run practice -- \\d\\d ${plain.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\n`));
+
+    const busy = path.join(work.dir, "busy");
+    mkdirSync(busy);
+    writeFileSync(path.join(busy, "notes.md"), "我的笔记");
+    const nonEmpty = await doctor("03", busy);
+    assert.equal(nonEmpty.code, 1);
+    assert.match(nonEmpty.stdout, /修复：npm run practice -- 03 <一个不存在或为空的目录>/);
+    assert.ok(!nonEmpty.stdout.includes(`practice -- 03 ${busy}`));
+  });
+
+  test("练习目录不存在：不通过并给出创建命令", async () => {
     const missing = await doctor("03", path.join(work.dir, "nowhere"));
     assert.equal(missing.code, 1);
     assert.match(missing.stdout, /不存在\n\s+修复：npm run practice -- 03 /);
@@ -81,6 +106,15 @@ describe("doctor：体检并给出修复办法", () => {
     assert.equal(code, 0);
     assert.match(stdout, /! 进度文件：.* 不是合法的 JSON/);
     assert.equal(readFileSync(corrupt, "utf8"), "不是 JSON");
+  });
+
+  test("来自更新版本套件的进度文件：不通过，修复办法是更新套件；文件不动", async () => {
+    const newer = path.join(work.dir, "newer.json");
+    writeFileSync(newer, JSON.stringify({ version: 5 }));
+    const { code, stdout } = await runScript("doctor", ["03", dir], { env: { PI_COURSE_PROGRESS: newer } });
+    assert.equal(code, 1);
+    assert.match(stdout, /✗ 进度文件：.* 来自更新版本的课程套件（格式版本 5）.*\n\s+修复：更新课程套件：git pull && npm ci/);
+    assert.equal(readFileSync(newer, "utf8"), JSON.stringify({ version: 5 }));
   });
 
   test("找不到 git：git 一项不通过并说明安装", async () => {

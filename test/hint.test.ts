@@ -60,15 +60,24 @@ describe("hint：提示梯子一级一级展开", () => {
     const { code, stdout, stderr } = await hint("03", "3.2", "--level", "3");
     assert.equal(code, 2);
     assert.equal(stdout, "");
-    assert.match(stderr, /提示要一级一级看：实践 3\.2 还没看过第 1 级（定位文件）/);
+    assert.match(stderr, /提示要一级一级看：实践 3\.2 还没看过第 1 级（定位文件），先运行 npm run hint -- 03 3\.2$/m);
     assert.equal(readProgress(progress).hints["03"]?.["3.2"], undefined);
   });
 
-  test("练习目录全部通过时：不需要提示", async () => {
+  test("练习目录全部通过时：不需要提示；还没点亮时提醒 verify，已经点亮时不再提", { timeout: 60_000 }, async () => {
     await solveTo("03", dir, "target");
-    const { code, stdout } = await hint("03");
-    assert.equal(code, 0);
-    assert.match(stdout, /聚焦测试已经全部通过，不需要提示/);
+    const first = await hint("03");
+    assert.equal(first.code, 0);
+    assert.match(first.stdout, /聚焦测试已经全部通过，不需要提示/);
+    assert.match(first.stdout, /记下进度：npm run verify -- 03/);
+
+    const verified = await runScript("verify", ["03", dir], { env: { PI_COURSE_PROGRESS: progress } });
+    assert.equal(verified.code, 0, verified.stdout + verified.stderr);
+    const again = await hint("03");
+    assert.equal(again.code, 0);
+    assert.match(again.stdout, /聚焦测试已经全部通过，不需要提示/);
+    assert.doesNotMatch(again.stdout, /记下进度/);
+    assert.match(again.stdout, /本章已经点亮/);
   });
 
   test("错误的输入：未知实践列出本章实践，--level 越界，未知章节，多余参数，未知选项", async () => {
@@ -87,8 +96,8 @@ describe("hint：提示梯子一级一级展开", () => {
       assert.match(stderr, message);
     }
     const missing = await hint("03", "--dir", path.join(work.dir, "nowhere"));
-    assert.equal(missing.code, 1);
-    assert.match(missing.stderr, /不存在：先运行 npm run practice -- 03/);
+    assert.equal(missing.code, 2, "写出的目录不存在是用法错误");
+    assert.match(missing.stderr, /不存在：检查路径是否写对/);
   });
 
   test("--help 说明四级梯子", async () => {

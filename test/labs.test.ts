@@ -50,7 +50,7 @@ test("整份文件里被连累的测试：单独运行 pattern 的结果优先",
   assert.equal(deviation?.kind === "test" ? deviation.test.name : "", names.error);
 });
 
-test("第一处偏差的顺序：tsc → 测试文件跑不起来 → 本章失败 → 计数 → 更早章节 → 测试文件被改动", () => {
+test("第一处偏差的顺序：tsc → 测试文件跑不起来 → 本章失败 → 测试文件缺失 → 计数 → 更早章节 → 测试文件被改动", () => {
   const tsc = { file: "packages/pi-course/src/types.ts", line: 3, column: 1, code: "TS2322", message: "坏了" };
   const earlier = [{ chapter: earlierChapter, tests: [{ name: "旧测试", file: "/p/02.js", ok: false, message: "回归" }], passed: 0, ok: false }];
   const modified = [{ file: chapter.focusedTest.path, commit: "c".repeat(40) }];
@@ -75,4 +75,10 @@ test("第一处偏差的顺序：tsc → 测试文件跑不起来 → 本章失�
   assert.equal(deviation(clean, allPass), "test", "更早章节的回归");
   assert.equal(deviation(clean, allPass, false), "modified");
   assert.equal(deviation(clean, allPass, false, false), undefined);
+});
+
+test("聚焦测试文件缺失：第一处偏差说文件缺了，而不是“计数不对”", () => {
+  const missing = [{ file: chapter.focusedTest.path, commit: "c".repeat(40) }];
+  const found = firstDeviation({ chapter, build: clean, focused: [], labs: labResults(chapter, []), earlier: [], missing });
+  assert.equal(found?.kind, "missing");
 });

@@ -85,29 +85,64 @@ describe("读写", () => {
   });
 });
 
-describe("损坏的进度文件：警告、备份、从空白开始", () => {
+describe("损坏的进度文件：读时只警告，写时才备份", () => {
   for (const [label, content, reason] of [
     ["不是 JSON", "{ 写了一半", /不是合法的 JSON/],
     ["不是对象", "[1, 2]", /不是对象/],
-    ["来自更新的套件", JSON.stringify({ version: 9, verified: {} }), /来自更新版本的课程套件/],
-    ["字段类型不对", JSON.stringify({ version: 1, verified: { "03": { target: 5 } } }), /第 03 章的记录不完整/],
+    ["字段类型不对：点名是哪个字段", JSON.stringify({ version: 1, hints: [] }), /字段 hints 类型不对（应当是对象，实际是数组）/],
+    ["记录不完整", JSON.stringify({ version: 1, verified: { "03": { target: 5 } } }), /第 03 章的记录不完整/],
     ["提示级别越界", JSON.stringify({ version: 1, hints: { "03": { "3.1": 7 } } }), /提示级别不对/],
   ] as const) {
     test(label, () => {
       const file = freshFile();
       writeFileSync(file, content);
-      const loaded = loadProgress(file);
-      assert.deepEqual(loaded.progress, emptyProgress());
-      assert.match(loaded.warning ?? "", reason);
-      assert.match(loaded.warning ?? "", /已备份为 progress\.json\.corrupt-/);
-      assert.ok(loaded.backup && existsSync(loaded.backup));
-      assert.equal(readFileSync(loaded.backup, "utf8"), content, "备份保留原文");
-      assert.ok(!existsSync(file), "原位置让给新的进度");
-      // 之后的写入正常
-      updateProgress(file, (progress) => recordHint(progress, "03", "3.1", 1));
+      const read = loadProgress(file);
+      assert.deepEqual(read.progress, emptyProgress());
+      assert.match(read.warning ?? "", reason);
+      assert.match(read.warning ?? "", /这次按空白进度处理，文件原样保留/);
+      assert.equal(read.backup, undefined);
+      assert.equal(readFileSync(file, "utf8"), content, "只读：文件一字不动");
+      assert.deepEqual(readdirSync(path.dirname(file)), ["progress.json"]);
+
+      const written = updateProgress(file, (progress) => recordHint(progress, "03", "3.1", 1));
+      assert.ok(written.backup && existsSync(written.backup));
+      assert.equal(readFileSync(written.backup, "utf8"), content, "备份保留原文");
+      assert.match(written.warning ?? "", reason);
+      assert.ok(written.warning?.includes(`已备份到 ${written.backup}`), written.warning);
+      assert.ok(written.warning?.includes(`要恢复旧文件：mv ${written.backup} ${file}`), written.warning);
       assert.equal(loadProgress(file).warning, undefined);
+      assert.equal(loadProgress(file).progress.hints["03"]?.["3.1"], 1);
     });
   }
+
+  test("空文件（0 字节）等于还没有进度：不警告、不备份，写入照常", () => {
+    const file = freshFile();
+    writeFileSync(file, "");
+    const read = loadProgress(file);
+    assert.deepEqual(read.progress, emptyProgress());
+    assert.equal(read.warning, undefined);
+    const written = updateProgress(file, (progress) => recordHint(progress, "03", "3.1", 1));
+    assert.equal(written.warning, undefined);
+    assert.equal(written.backup, undefined);
+    assert.deepEqual(readdirSync(path.dirname(file)), ["progress.json"]);
+    assert.equal(loadProgress(file).progress.hints["03"]?.["3.1"], 1);
+  });
+
+  test("来自更新版本的套件：读和写都拒绝（退出码 1，请先更新套件），文件原样不动、绝不重置", () => {
+    const file = freshFile();
+    const content = JSON.stringify({ version: 9, verified: { "03": { target: "x" } } });
+    writeFileSync(file, content);
+    const refused = (error: unknown) =>
+      error instanceof CourseError &&
+      error.code === "PROGRESS_NEWER" &&
+      error.exitCode === 1 &&
+      error.message.startsWith("进度文件来自更新版本的课程套件，请先更新套件（git pull && npm ci）");
+    assert.throws(() => loadProgress(file), refused);
+    assert.throws(() => updateProgress(file, (progress) => recordHint(progress, "03", "3.1", 1)), refused);
+    assert.equal(inspectProgress(file).state, "newer");
+    assert.equal(readFileSync(file, "utf8"), content);
+    assert.deepEqual(readdirSync(path.dirname(file)), ["progress.json"]);
+  });
 
   test("inspectProgress 只看不动：损坏的文件原地不动", () => {
     const file = freshFile();

@@ -1,8 +1,11 @@
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 
+import { loadChapters } from "../scripts/engine/chapters.ts";
+import { LESSONS_DIR } from "../scripts/engine/paths.ts";
+import { nextChapter } from "../scripts/engine/syllabus.ts";
 import { KIT, runScript, spawnProcess, tempDir } from "./helpers.ts";
 import { card } from "./learner.ts";
 
@@ -19,6 +22,17 @@ function progressFile(content?: unknown): string {
 }
 
 const status = (progress: string, ...args: string[]) => runScript("status", args, { env: { PI_COURSE_PROGRESS: progress } });
+
+test("下一章的规则：点亮的最高一章之后第一章没点亮的；后面都亮了就回头找；全亮了没有下一章", () => {
+  const chapters = loadChapters(LESSONS_DIR);
+  const lit = (...ids: string[]) => ({ verified: Object.fromEntries(ids.map((id) => [id, { target: "", verifiedAt: "", dir: "" }])) });
+  const last = chapters.at(-1)!.id;
+  assert.equal(nextChapter(chapters, lit())?.id, "00");
+  assert.equal(nextChapter(chapters, lit("03"))?.id, "04");
+  assert.equal(nextChapter(chapters, lit("00", "01", "03", "04"))?.id, "05");
+  assert.equal(nextChapter(chapters, lit("01", last))?.id, "00");
+  assert.equal(nextChapter(chapters, lit(...chapters.map((chapter) => chapter.id))), undefined);
+});
 
 describe("status：学习地图", () => {
   test("空白进度：按部分列出规划的章节，已开放的可学，未写的标为未开放，下一章是 00", async () => {
@@ -71,16 +85,39 @@ describe("status：学习地图", () => {
     assert.equal(map.parts[3]?.chapters.at(-1)?.state, "planned");
   });
 
-  test("损坏的进度文件：一行警告，原文件备份，地图照常显示", async () => {
+  test("损坏的进度文件：一行警告，按空白进度显示；status 只读，文件原样不动、也不备份", async () => {
     const file = progressFile("{ 写到一半断电了");
     const { code, stdout, stderr } = await status(file);
     assert.equal(code, 0);
-    assert.match(stderr, /^注意：进度文件 .* 不是合法的 JSON；原文件已备份为 progress\.json\.corrupt-/);
-    assert.match(stdout, /学习地图/);
-    const backups = readdirSync(path.dirname(file)).filter((name) => name.startsWith("progress.json.corrupt-"));
-    assert.equal(backups.length, 1);
-    assert.equal(readFileSync(path.join(path.dirname(file), backups[0]!), "utf8"), "{ 写到一半断电了");
-    assert.ok(!existsSync(file), "status 只读：不写新的进度文件");
+    assert.match(stderr, /^注意：进度文件 .* 不是合法的 JSON：这次按空白进度处理，文件原样保留/);
+    assert.equal(stderr.trim().split("\n").length, 1);
+    assert.match(stdout, /已点亮 0\//);
+    assert.deepEqual(readdirSync(path.dirname(file)), ["progress.json"]);
+    assert.equal(readFileSync(file, "utf8"), "{ 写到一半断电了");
+  });
+
+  test("来自更新版本套件的进度文件：拒绝显示（退出码 1），请先更新套件，文件原样不动", async () => {
+    const content = JSON.stringify({ version: 2, verified: {} });
+    const file = progressFile(content);
+    const { code, stdout, stderr } = await status(file);
+    assert.equal(code, 1);
+    assert.equal(stdout, "");
+    assert.match(stderr, /^错误：进度文件来自更新版本的课程套件，请先更新套件（git pull && npm ci）/);
+    assert.equal(readFileSync(file, "utf8"), content);
+  });
+
+  test("空的进度文件等于还没有进度：不警告", async () => {
+    const { code, stderr } = await status(progressFile(""));
+    assert.equal(code, 0);
+    assert.equal(stderr, "");
+  });
+
+  test("跳着做：只点亮了 03，下一章是 04，而不是 00", async () => {
+    const { commits } = await card("03");
+    const file = progressFile({ version: 1, verified: { "03": { target: commits.target, verifiedAt: new Date().toISOString(), dir: "/x" } } });
+    const { stdout } = await status(file);
+    assert.match(stdout, /○ 04 .*← 下一章/);
+    assert.match(stdout, /下一章：第 04 章/);
   });
 
   test("npm start 就是 status", { timeout: 60_000 }, async () => {

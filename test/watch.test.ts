@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
+import { watchFooter } from "../scripts/engine/screen.ts";
 import { KIT, runScript, tempDir, TSX } from "./helpers.ts";
 import { card, practice, show, solveTo } from "./learner.ts";
 
@@ -104,11 +105,59 @@ describe("watch：保存即重跑，一屏看清当前实践", () => {
   });
 });
 
+test("页脚：在终端里列出按键，管道里只说保存即重跑、Ctrl-C 退出", () => {
+  assert.equal(watchFooter("events", true), "监视中（文件事件）：保存文件即重跑 · 按键：r 重跑、h 下一级提示、q 退出");
+  assert.equal(watchFooter("poll", false), "监视中（轮询）：保存文件即重跑，Ctrl-C 退出");
+});
+
+/** util-linux 的 script 能给子进程一个伪终端，这样才能像学习者一样按键。 */
+const hasPty = process.platform === "linux" && spawnSync("script", ["--version"]).status === 0;
+
+describe("watch：在终端里按键", { skip: hasPty ? false : "需要 util-linux 的 script 命令来提供伪终端" }, () => {
+  const progress = path.join(work.dir, "pty-progress.json");
+  const dir = path.join(work.dir, "pi-practice-03-pty");
+
+  before(async () => {
+    await practice("03", dir, progress);
+    await solveTo("03", dir, "target");
+  });
+
+  test("全部通过时按 h：一行说不需要提示；q 退出", { timeout: 60_000 }, async () => {
+    const command = [process.execPath, "--import", TSX, path.join(KIT, "scripts", "watch.ts"), "03", dir].map((part) => `'${part}'`).join(" ");
+    const child = spawn("script", ["-qfec", command, "/dev/null"], {
+      cwd: KIT,
+      env: { ...process.env, NO_COLOR: "1", INIT_CWD: KIT, PI_COURSE_PROGRESS: progress },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")));
+    const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const waitFor = async (pattern: RegExp) => {
+      const deadline = Date.now() + 20_000;
+      while (!pattern.test(out)) {
+        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`等不到 ${pattern}：\n${out}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    };
+    try {
+      await waitFor(/保存文件即重跑 · 按键：r 重跑、h 下一级提示、q 退出/);
+      assert.match(out, /✓ 聚焦测试全部通过（4\/4）/);
+      child.stdin.write("h");
+      await waitFor(/聚焦测试全部通过，不需要提示。/);
+      child.stdin.write("q");
+      assert.equal(await closed, 0);
+      assert.match(out, /已停止监视。/);
+    } finally {
+      child.kill();
+    }
+  });
+});
+
 describe("watch：错误的输入", () => {
   const progress = path.join(work.dir, "bad-progress.json");
   const watch = (...args: string[]) => runScript("watch", args, { env: { PI_COURSE_PROGRESS: progress } });
 
-  test("不是练习目录、--interval 不带 --poll、--interval 越界、未知章节：退出码 2，一行中文", async () => {
+  test("不是练习目录、写出的目录不存在、--interval 不带 --poll、--interval 越界、未知章节：退出码 2，一行中文", async () => {
     const plain = path.join(work.dir, "plain");
     mkdirSync(plain);
     const cases: Array<[string[], RegExp]> = [
@@ -117,6 +166,7 @@ describe("watch：错误的输入", () => {
       [["03", plain, "--poll", "--interval", "10"], /--interval 应当是 50 到 60000 之间的毫秒数/],
       [["99"], /可选章节/],
       [["03", "--bogus"], /不认识的选项 --bogus/],
+      [["03", path.join(work.dir, "nowhere")], /不存在：检查路径是否写对/],
     ];
     for (const [args, message] of cases) {
       const { code, stderr } = await watch(...args);

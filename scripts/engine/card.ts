@@ -58,7 +58,7 @@ export function renderCard(chapter: Chapter, history: CourseHistory): string[] {
   );
   for (const lab of chapter.labs) {
     lines.push(`实践 ${lab.id} · ${lab.title}`);
-    for (const run of lab.runs) lines.push(`  ${runCommand(chapter, run)}    → ${expectation(run)}`);
+    for (const run of lab.runs) lines.push(`  ${BUILD_COMMAND} && ${runCommand(chapter, run)}    → ${expectation(run)}`);
   }
   lines.push(
     "",
@@ -66,7 +66,7 @@ export function renderCard(chapter: Chapter, history: CourseHistory): string[] {
     "",
     "查看本章的改动：",
     `  git diff ${shortHash(parent)} ${shortHash(target)} -- ${COURSE_PACKAGE}`,
-    `  git worktree add ../pi-course-${chapter.id} ${shortHash(target)}`,
+    `  git worktree add ../pi-course-${chapter.id} ${shortHash(target)}    （做完本章再看答案）`,
     "创建练习目录：",
     `  npm run practice -- ${chapter.id}`,
   );

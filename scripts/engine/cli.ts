@@ -3,12 +3,25 @@ import * as util from "node:util";
 import { CourseError, isCourseError, usageError } from "./errors.js";
 
 /**
- * 只在真正的终端里上色；NO_COLOR 或管道输出时保持纯文本。
- * styleText 从 Node 20.12 起才有：更早的 20.x 上退回纯文本，命令照常工作（doctor 会提醒升级）。
+ * 要不要上色（https://no-color.org 的约定）：NO_COLOR 设成非空值时一律不上色；
+ * 否则 FORCE_COLOR 设成非 0 的值时即使输出进了管道也上色（FORCE_COLOR=0 关掉）；
+ * 都没设时只在真正的终端里上色。
  */
-export function paint(style: Parameters<typeof util.styleText>[0], text: string, stream: NodeJS.WriteStream = process.stdout): string {
-  if (process.env.NO_COLOR !== undefined || !stream.isTTY || typeof util.styleText !== "function") return text;
-  return util.styleText(style, text);
+export function wantsColor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== "") return false;
+  const force = env.FORCE_COLOR;
+  if (force !== undefined && force !== "") return force !== "0" && force.toLowerCase() !== "false";
+  return stream.isTTY === true;
+}
+
+/**
+ * 按 wantsColor 的结论上色，否则保持纯文本。
+ * styleText 从 Node 20.12 起才有：更早的 20.x 上退回纯文本，命令照常工作（doctor 会提醒升级）。
+ * 要不要上色由上面自己决定，所以关掉 styleText 按 process.stdout 再判断一次的那一步。
+ */
+export function paint(style: Parameters<typeof util.styleText>[0], text: string, stream: { isTTY?: boolean } = process.stdout): string {
+  if (!wantsColor(stream) || typeof util.styleText !== "function") return text;
+  return util.styleText(style, text, { validateStream: false });
 }
 
 /**
@@ -16,6 +29,7 @@ export function paint(style: Parameters<typeof util.styleText>[0], text: string,
  * 意料之外的错误保留堆栈，方便报告问题。
  */
 export async function runCommand(main: () => Promise<void>): Promise<void> {
+  process.stdout.on("error", quietOnClosedPipe);
   try {
     await main();
   } catch (error) {
@@ -28,6 +42,15 @@ export async function runCommand(main: () => Promise<void>): Promise<void> {
   }
 }
 
+/**
+ * 输出接进了提前退出的管道（npm run status | head）：读端关了，再写就是 EPIPE。
+ * 读的人已经不要后面的输出了，按当前的退出码安静地结束，而不是打出一串堆栈。
+ */
+function quietOnClosedPipe(error: NodeJS.ErrnoException): void {
+  if (error.code === "EPIPE") process.exit(process.exitCode ?? 0);
+  throw error;
+}
+
 /** 命令行相对路径按用户敲命令时所在的目录解析（npm 会把 cwd 换成包目录）。 */
 export function userCwd(): string {
   return process.env.INIT_CWD ?? process.cwd();
@@ -36,7 +59,8 @@ export function userCwd(): string {
 /** 把 util.parseArgs 的英文报错换成一句中文用法错误（退出码 2）。 */
 export function argumentError(error: unknown): CourseError {
   const { code, message = "" } = error as { code?: string; message?: string };
-  const option = /'([^']+)'/.exec(message)?.[1] ?? "";
+  // Node 把带取值的选项写成 '--level <value>'：英文占位符不进中文说明
+  const option = (/'([^']+)'/.exec(message)?.[1] ?? "").replace(/ <value>$/, "");
   switch (code) {
     case "ERR_PARSE_ARGS_UNKNOWN_OPTION":
       return usageError("BAD_ARGS", `不认识的选项 ${option}。用 --help 查看用法`);

@@ -1,9 +1,9 @@
 import { execFile } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, unlinkSync, watch } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, unlinkSync, watch } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
-import type { Chapter } from "./chapters.js";
+import { findChapter, type Chapter } from "./chapters.js";
 import { isCourseError } from "./errors.js";
 import { inspectHistory, locateGitDir, shortHash, type CourseHistory } from "./history.js";
 import { COURSE_BRANCH, COURSE_PACKAGE, isInside } from "./paths.js";
@@ -24,7 +24,7 @@ export interface DoctorCheck {
   fix?: string;
 }
 
-const MIN_NODE: [number, number] = [20, 12];
+const RECOMMENDED_NODE: [number, number] = [20, 12];
 const MIN_GIT: [number, number] = [2, 30];
 
 function atLeast(version: string, minimum: [number, number]): boolean {
@@ -32,14 +32,23 @@ function atLeast(version: string, minimum: [number, number]): boolean {
   return major > minimum[0] || (major === minimum[0] && minor >= minimum[1]);
 }
 
+/**
+ * 课程需要 Node.js ≥ 20（package.json 的 engines）；20.12 起才有的只是锦上添花
+ * （util.styleText 上色等），所以 20.0–20.11 只是提醒，不算不通过。
+ */
 export function checkNode(version: string = process.versions.node): DoctorCheck {
   const title = "Node.js";
-  const fix = "安装 Node.js 20 LTS 或更新版本（https://nodejs.org/ 或 nvm install 20）";
-  if (atLeast(version, MIN_NODE)) return { title, status: "ok", detail: `${version}（需要 ≥ ${MIN_NODE.join(".")}）` };
+  const recommended = RECOMMENDED_NODE.join(".");
+  if (atLeast(version, RECOMMENDED_NODE)) return { title, status: "ok", detail: `${version}（课程需要 ≥ 20，建议 ≥ ${recommended}）` };
   if (atLeast(version, [20, 0])) {
-    return { title, status: "warn", detail: `${version}：能用，但颜色输出等功能需要 ≥ ${MIN_NODE.join(".")}`, fix };
+    return {
+      title,
+      status: "warn",
+      detail: `${version}：可以学习；彩色输出等少数便利要 ≥ ${recommended}，没有时命令照常工作、只是不上色`,
+      fix: `有空时升级到 Node.js ${recommended} 或更新（nvm install 20）`,
+    };
   }
-  return { title, status: "fail", detail: `${version}：太旧，课程需要 Node.js ≥ 20`, fix };
+  return { title, status: "fail", detail: `${version}：太旧，课程需要 Node.js ≥ 20`, fix: "安装 Node.js 20 LTS 或更新版本（https://nodejs.org/ 或 nvm install 20）" };
 }
 
 export function checkGit(): Promise<DoctorCheck> {
@@ -157,9 +166,50 @@ export function checkProgressFile(file: string): DoctorCheck {
       return {
         title,
         status: "warn",
-        detail: `${file} ${inspected.reason}`,
-        fix: `下一次 verify / hint / status 会把它备份成 progress.json.corrupt-时间 并从空白开始；也可以用 ${PROGRESS_ENV} 换个位置`,
+        detail: `${file} ${inspected.reason}（读的命令按空白进度处理，文件原样保留）`,
+        fix: `下一次记录进度的命令（practice、hint、verify 通过时）会先把它备份成 progress.json.corrupt-时间，再从空白开始；也可以用 ${PROGRESS_ENV} 换个位置`,
       };
+    case "newer":
+      return {
+        title,
+        status: "fail",
+        detail: `${file} 来自更新版本的课程套件（格式版本 ${inspected.version}）；本套件的命令不会读它，也不会改它`,
+        fix: "更新课程套件：git pull && npm ci",
+      };
+  }
+}
+
+/**
+ * doctor 的位置参数。「[章节] [目录]」里只写了一个时：认得出是章节就是章节；
+ * 认不出、却像一个目录（存在，或写成了路径）就当作目录，章节再从目录里的标记读。
+ */
+export function doctorArguments(
+  chapters: readonly Chapter[] | undefined,
+  positionals: readonly [string | undefined, string | undefined],
+  cwd: string,
+): { chapterInput?: string; dirInput?: string } {
+  const [first, second] = positionals;
+  if (first === undefined) return {};
+  if (second !== undefined) return { chapterInput: first, dirInput: second };
+  if (!chapters) return { chapterInput: first };
+  try {
+    findChapter(chapters, first);
+    return { chapterInput: first };
+  } catch (error) {
+    if (!isCourseError(error)) throw error;
+    const looksLikeDir = /[\\/]/.test(first) || first.startsWith(".") || existsSync(path.resolve(cwd, first));
+    return looksLikeDir ? { dirInput: first } : { chapterInput: first };
+  }
+}
+
+/** 只给了目录、没给章节时检查哪一章：目录标记里的那一章；不是（完好的）练习目录时是下一章。 */
+export function chapterOfDir(chapters: readonly Chapter[], dir: string): Chapter | undefined {
+  try {
+    const marker = readPracticeMarker(dir);
+    return marker ? chapters.find((chapter) => chapter.id === marker.chapter) : undefined;
+  } catch (error) {
+    if (!isCourseError(error)) throw error;
+    return undefined; // 标记坏了：checkPracticeDir 会把它报出来
   }
 }
 
@@ -184,6 +234,9 @@ export async function checkPracticeDir(options: {
       },
     ];
   }
+  if (!statSync(dir).isDirectory()) {
+    return [{ title, status: "fail", detail: `${dir} 不是目录`, fix: `npm run practice -- ${chapter.id} <一个不存在或为空的目录>` }];
+  }
   let marker;
   try {
     marker = readPracticeMarker(dir);
@@ -191,7 +244,18 @@ export async function checkPracticeDir(options: {
     if (!isCourseError(error)) throw error;
     return [{ title, status: "fail", detail: error.message, fix: `npm run practice -- ${chapter.id} <新目录>，再把你的文件搬过去` }];
   }
-  if (!marker) return [{ title, status: "fail", detail: `${dir} 不是练习目录（没有 ${PRACTICE_MARKER}）`, fix: `npm run practice -- ${chapter.id}` }];
+  if (!marker) {
+    // 空目录可以直接拿来建练习目录；里面已经有东西时 practice 会拒绝，所以建议换一个目录
+    const empty = readdirSync(dir).length === 0;
+    return [
+      {
+        title,
+        status: "fail",
+        detail: `${dir} 不是练习目录（没有 ${PRACTICE_MARKER}）${empty ? "，是个空目录" : ""}`,
+        fix: empty ? `npm run practice -- ${chapter.id} ${dir}` : `npm run practice -- ${chapter.id} <一个不存在或为空的目录>（${dir} 里已有文件，practice 不会动它）`,
+      },
+    ];
+  }
   if (marker.chapter !== chapter.id) {
     return [{ title, status: "fail", detail: `${dir} 是第 ${marker.chapter} 章的练习目录`, fix: `npm run doctor -- ${marker.chapter} ${dir}` }];
   }

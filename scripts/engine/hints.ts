@@ -39,7 +39,7 @@ export function levelName(level: number): string {
  * 决定这次给哪一级：不指定时给下一级（到顶后重复最后一级）；
  * --level N 可以回看已经看过的任何一级，或者下一级，但不能跳级。
  */
-export function nextHint(lab: Lab, shown: number, requested?: number): HintStep {
+export function nextHint(chapter: Chapter, lab: Lab, shown: number, requested?: number): HintStep {
   let level: number;
   if (requested === undefined) {
     level = Math.min(shown + 1, LADDER_HEIGHT);
@@ -50,7 +50,7 @@ export function nextHint(lab: Lab, shown: number, requested?: number): HintStep 
     if (requested > shown + 1) {
       throw usageError(
         "HINT_SKIP",
-        `提示要一级一级看：实践 ${lab.id} 还没看过第 ${shown + 1} 级（${levelName(shown + 1)}），先运行不带 --level 的 hint`,
+        `提示要一级一级看：实践 ${lab.id} 还没看过第 ${shown + 1} 级（${levelName(shown + 1)}），先运行 npm run hint -- ${chapter.id} ${lab.id}`,
       );
     }
     level = requested;

@@ -59,9 +59,14 @@ export function readPracticeMarker(dir: string): PracticeMarker | undefined {
 /**
  * 确认 dir 是这一章的练习目录（有 .pi-course-practice.json 且章节一致），
  * 否则抛出一句告诉学习者怎么办的错误。
+ * explicit：目录是学习者在命令里写出来的。写出来的目录不存在是用法错误（多半是路径写错了，退出码 2）；
+ * 默认或记下的目录不存在只说明还没运行 practice（退出码 1）。
  */
-export function openPracticeDir(dir: string, chapter: Chapter): PracticeMarker {
+export function openPracticeDir(dir: string, chapter: Chapter, explicit = false): PracticeMarker {
   if (!existsSync(dir)) {
+    if (explicit) {
+      throw usageError("PRACTICE_MISSING", `练习目录 ${dir} 不存在：检查路径是否写对；要新建它，运行 npm run practice -- ${chapter.id} ${dir}`);
+    }
     throw new CourseError("PRACTICE_MISSING", `练习目录 ${dir} 不存在：先运行 npm run practice -- ${chapter.id}（或在命令后面写出你的练习目录）`);
   }
   if (!statSync(dir).isDirectory()) throw usageError("PRACTICE_NOT_DIR", `${dir} 不是目录`);
@@ -101,7 +106,7 @@ export async function createPractice(options: {
 }): Promise<PracticeResult> {
   const { kitRoot, chapter, history } = options;
   const dir = path.resolve(options.dir);
-  checkDestination(kitRoot, dir);
+  checkDestination(kitRoot, chapter, dir);
 
   const parentDir = path.dirname(dir);
   mkdirSync(parentDir, { recursive: true });
@@ -130,7 +135,7 @@ export async function createPractice(options: {
   }
 }
 
-function checkDestination(kitRoot: string, dir: string): void {
+function checkDestination(kitRoot: string, chapter: Chapter, dir: string): void {
   const kit = realpathSync(kitRoot);
   if (isInside(kit, nearestExisting(dir))) {
     throw usageError(
@@ -143,7 +148,26 @@ function checkDestination(kitRoot: string, dir: string): void {
     throw usageError("PRACTICE_NOT_DIR", `${dir} 已存在且不是目录；请换一个练习目录`);
   }
   if (readdirSync(dir).length > 0) {
+    const existing = markerIfAny(dir);
+    if (existing?.chapter === chapter.id) {
+      throw usageError(
+        "PRACTICE_EXISTS",
+        `${dir}：这已经是第 ${chapter.id} 章的练习目录，接着做即可；要重新开始请换一个目录（npm run practice -- ${chapter.id} <新目录>）`,
+      );
+    }
+    if (existing) {
+      throw usageError("PRACTICE_NOT_EMPTY", `${dir} 是第 ${existing.chapter} 章的练习目录；第 ${chapter.id} 章请换一个不存在或为空的目录`);
+    }
     throw usageError("PRACTICE_NOT_EMPTY", `${dir} 已存在且不是空目录；为免覆盖你的文件，请换一个目录或先自行清理`);
+  }
+}
+
+/** 非空目录里的练习目录标记；没有或坏了都当作没有（反正都不会去覆盖它）。 */
+function markerIfAny(dir: string): PracticeMarker | undefined {
+  try {
+    return readPracticeMarker(dir);
+  } catch {
+    return undefined;
   }
 }
 

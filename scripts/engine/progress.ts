@@ -8,6 +8,7 @@ import { CourseError } from "./errors.js";
 /**
  * 学习者的进度：每个用户一份小 JSON，放在任何仓库之外。
  * 只有 verify 亲眼看到全部通过时才会写入“已点亮”；其余命令只读，或只记提示与练习目录。
+ * 读（loadProgress）从不改动文件；只有写（updateProgress）才会在文件损坏时先备份它。
  */
 export const PROGRESS_VERSION = 1;
 export const PROGRESS_ENV = "PI_COURSE_PROGRESS";
@@ -34,7 +35,7 @@ export interface Progress {
 export interface LoadedProgress {
   progress: Progress;
   path: string;
-  /** 文件损坏或版本不认识时的一句中文说明；原文件已经挪到 backup。 */
+  /** 文件损坏时的一句中文说明（读的时候文件原样保留；写的时候已经挪到 backup）。 */
   warning?: string;
   backup?: string;
 }
@@ -62,45 +63,62 @@ export function progressPath(env: NodeJS.ProcessEnv = process.env, platform: Nod
 type Inspection =
   | { state: "missing" }
   | { state: "ok"; progress: Progress }
-  | { state: "corrupt"; reason: string };
+  | { state: "corrupt"; reason: string }
+  | { state: "newer"; version: number };
 
-/** 只读地看一眼进度文件（doctor 用）：不备份、不改写。 */
+/**
+ * 只读地看一眼进度文件：不备份、不改写。
+ * 空文件（0 字节，例如 touch 出来的）等于还没有进度。
+ */
 export function inspectProgress(file: string): Inspection {
   if (!existsSync(file)) return { state: "missing" };
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    return { state: "corrupt", reason: `无法读取（${(error as NodeJS.ErrnoException).code ?? "未知错误"}）` };
+  }
+  if (text.trim() === "") return { state: "missing" };
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(file, "utf8"));
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    return { state: "corrupt", reason: code ? `无法读取（${code}）` : "不是合法的 JSON" };
+    raw = JSON.parse(text);
+  } catch {
+    return { state: "corrupt", reason: "不是合法的 JSON" };
   }
+  if (isRecord(raw) && typeof raw.version === "number" && raw.version > PROGRESS_VERSION) return { state: "newer", version: raw.version };
   const parsed = parseProgress(raw);
   return typeof parsed === "string" ? { state: "corrupt", reason: parsed } : { state: "ok", progress: parsed };
 }
 
+/** 更新的套件写的进度：这个套件读不懂，更不能把它当成损坏的文件重置掉。 */
+function newerProgressError(file: string, version: number): CourseError {
+  return new CourseError(
+    "PROGRESS_NEWER",
+    `进度文件来自更新版本的课程套件，请先更新套件（git pull && npm ci）；文件 ${file} 的格式版本是 ${version}，本套件只认识 ${PROGRESS_VERSION}，文件原样未动`,
+  );
+}
+
 /**
- * 读取进度。文件不存在就从空白开始；损坏或版本不认识时把原文件改名留作备份，
- * 给出一句警告，再从空白开始——绝不因为进度文件坏了就拒绝工作。
+ * 只读地读取进度（status、以及各命令开始时）：文件不存在或为空就是空白进度；
+ * 损坏时给一句警告、按空白进度继续，文件原样保留——备份只在真要写回时由 updateProgress 做。
+ * 来自更新版本套件的文件拒绝读取（退出码 1）。
  */
 export function loadProgress(file: string = progressPath()): LoadedProgress {
   const inspected = inspectProgress(file);
-  if (inspected.state === "missing") return { progress: emptyProgress(), path: file };
-  if (inspected.state === "ok") return { progress: inspected.progress, path: file };
-  const backup = `${file}.corrupt-${timestamp()}`;
-  try {
-    renameSync(file, backup);
-  } catch (error) {
-    throw new CourseError(
-      "PROGRESS_UNREADABLE",
-      `进度文件 ${file} ${inspected.reason}，而且无法挪到备份位置（${(error as NodeJS.ErrnoException).code ?? "未知错误"}）；请检查它的权限`,
-    );
+  switch (inspected.state) {
+    case "missing":
+      return { progress: emptyProgress(), path: file };
+    case "ok":
+      return { progress: inspected.progress, path: file };
+    case "newer":
+      throw newerProgressError(file, inspected.version);
+    case "corrupt":
+      return {
+        progress: emptyProgress(),
+        path: file,
+        warning: `进度文件 ${file} ${inspected.reason}：这次按空白进度处理，文件原样保留（下次记录进度时会先备份它）`,
+      };
   }
-  return {
-    progress: emptyProgress(),
-    path: file,
-    backup,
-    warning: `进度文件 ${file} ${inspected.reason}；原文件已备份为 ${path.basename(backup)}，从空白进度重新开始`,
-  };
 }
 
 /** 原子写入：同目录下的临时文件写完并落盘后，一次改名替换。 */
@@ -129,12 +147,35 @@ export function saveProgress(file: string, progress: Progress): void {
   }
 }
 
-/** 读 → 改 → 原子写回；返回改后的进度与读取时的警告。 */
+/**
+ * 读 → 改 → 原子写回；返回改后的进度与说明。文件损坏时先把它改名留作备份（说明里有恢复命令），
+ * 再从空白进度写起；来自更新版本套件的文件拒绝改写。
+ */
 export function updateProgress(file: string, change: (progress: Progress) => void): LoadedProgress {
-  const loaded = loadProgress(file);
+  const inspected = inspectProgress(file);
+  if (inspected.state === "newer") throw newerProgressError(file, inspected.version);
+  const loaded: LoadedProgress = { progress: inspected.state === "ok" ? inspected.progress : emptyProgress(), path: file };
+  if (inspected.state === "corrupt") {
+    const backup = `${file}.corrupt-${timestamp()}`;
+    try {
+      renameSync(file, backup);
+    } catch (error) {
+      throw new CourseError(
+        "PROGRESS_UNREADABLE",
+        `进度文件 ${file} ${inspected.reason}，而且无法挪到备份位置（${(error as NodeJS.ErrnoException).code ?? "未知错误"}）；请检查它的权限`,
+      );
+    }
+    loaded.backup = backup;
+    loaded.warning = `进度文件 ${file} ${inspected.reason}：已备份到 ${backup}，从空白进度重新开始；要恢复旧文件：mv ${shellPath(backup)} ${shellPath(file)}`;
+  }
   change(loaded.progress);
   saveProgress(file, loaded.progress);
   return loaded;
+}
+
+/** 能原样粘贴进 shell 的路径：只有普通字符时原样，否则加单引号。 */
+function shellPath(file: string): string {
+  return /^[\w@%+=:,./-]+$/.test(file) ? file : `'${file.replace(/'/g, `'\\''`)}'`;
 }
 
 export function recordVerified(progress: Progress, chapterId: string, entry: VerifiedChapter): void {
@@ -165,16 +206,14 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 /** 返回校验后的进度，或一句说明哪里不对的中文。 */
 function parseProgress(raw: unknown): Progress | string {
   if (!isRecord(raw)) return "的内容不是对象";
-  if (raw.version !== PROGRESS_VERSION) {
-    return typeof raw.version === "number" && raw.version > PROGRESS_VERSION
-      ? `来自更新版本的课程套件（格式版本 ${raw.version}，本套件只认识 ${PROGRESS_VERSION}）`
-      : `的格式版本不认识（${JSON.stringify(raw.version)}）`;
-  }
+  if (raw.version !== PROGRESS_VERSION) return `的格式版本不认识（${JSON.stringify(raw.version)}）`;
   const progress = emptyProgress();
-  const verified = raw.verified ?? {};
-  const hints = raw.hints ?? {};
-  const practiceDirs = raw.practiceDirs ?? {};
-  if (!isRecord(verified) || !isRecord(hints) || !isRecord(practiceDirs)) return "的字段类型不对";
+  const verified = objectField(raw, "verified");
+  if (typeof verified === "string") return verified;
+  const hints = objectField(raw, "hints");
+  if (typeof hints === "string") return hints;
+  const practiceDirs = objectField(raw, "practiceDirs");
+  if (typeof practiceDirs === "string") return practiceDirs;
   for (const [id, entry] of Object.entries(verified)) {
     if (!isRecord(entry) || typeof entry.target !== "string" || typeof entry.verifiedAt !== "string" || typeof entry.dir !== "string") {
       return `里第 ${id} 章的记录不完整`;
@@ -193,6 +232,18 @@ function parseProgress(raw: unknown): Progress | string {
     progress.practiceDirs[id] = dir;
   }
   return progress;
+}
+
+/** 一个可省略的对象字段：省略时是空对象；类型不对时返回点名这个字段的说明。 */
+function objectField(raw: Record<string, unknown>, name: string): Record<string, unknown> | string {
+  const value = raw[name] ?? {};
+  return isRecord(value) ? value : `的字段 ${name} 类型不对（应当是对象，实际是${describeType(value)}）`;
+}
+
+function describeType(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "数组";
+  return { string: "字符串", number: "数字", boolean: "布尔值" }[typeof value as string] ?? typeof value;
 }
 
 function timestamp(): string {

@@ -4,6 +4,7 @@ import { inspect, type styleText } from "node:util";
 import type { Chapter, Lab } from "./chapters.js";
 import { LADDER_HEIGHT, levelName } from "./hints.js";
 import type { Deviation, LabResult, RunResult } from "./labs.js";
+import type { SourceLocation } from "./runner.js";
 import { shortHash } from "./history.js";
 import type { PracticeCheck } from "./verify.js";
 
@@ -65,7 +66,12 @@ export function checkLines(check: PracticeCheck, paint: Painter): string[] {
     lines.push(`${label("更早章节")}${mark(ok, paint)} ${parts.join(" · ")}${ok ? "" : paint("red", "  ← 回归")}`);
   }
   if (check.missing.length > 0 || check.modified.length > 0) {
-    lines.push(`${label("测试文件")}${mark(false, paint)} ${[...check.missing, ...check.modified].length} 份与课程版本不同`);
+    const names = (changes: readonly { file: string }[]) => changes.map((change) => path.posix.basename(change.file)).join("、");
+    const parts = [
+      ...(check.missing.length > 0 ? [`缺少 ${names(check.missing)}`] : []),
+      ...(check.modified.length > 0 ? [`${names(check.modified)} 与课程版本不同`] : []),
+    ];
+    lines.push(`${label("测试文件")}${mark(false, paint)} ${parts.join("；")}`);
   }
   return lines;
 }
@@ -99,7 +105,7 @@ export function deviationLines(deviation: Deviation, context: DeviationContext, 
       ];
     case "test": {
       const where = deviation.lab ? `实践 ${deviation.lab.id}` : `第 ${deviation.chapter.id} 章`;
-      return [`${paint("red", "✗")} 「${deviation.test.name}」${paint("dim", `（${where}）`)}`, ...failureLines(deviation.test, paint)];
+      return [`${paint("red", "✗")} 「${deviation.test.name}」${paint("dim", `（${where}）`)}`, ...failureLines(deviation.test, paint, deviation.location)];
     }
     case "count": {
       const { run } = deviation.result;
@@ -121,7 +127,7 @@ export function deviationLines(deviation: Deviation, context: DeviationContext, 
   }
 }
 
-function failureLines(test: { message?: string; actual?: unknown; expected?: unknown }, paint: Painter): string[] {
+function failureLines(test: { message?: string; actual?: unknown; expected?: unknown }, paint: Painter, location?: SourceLocation): string[] {
   const lines: string[] = [];
   const hasValues = test.expected !== undefined || test.actual !== undefined;
   const message = test.message ?? "";
@@ -129,11 +135,20 @@ function failureLines(test: { message?: string; actual?: unknown; expected?: unk
   lines.push(...firstLines(message, hasValues ? 1 : 6).map((line) => `  ${line}`));
   const why = explain(message);
   if (why) lines.push(`  ${paint("dim", why)}`);
+  if (location) lines.push(`  位置：${locationText(location, paint)}`);
   if (hasValues) {
     lines.push(`  ${paint("green", "期望")}：${indentTail(show(test.expected))}`);
     lines.push(`  ${paint("red", "实际")}：${indentTail(show(test.actual))}`);
   }
   return lines;
+}
+
+/** 位置一行：有源码映射时就是 .ts 的行列；只有编译后的 .js 时照实说，并指出对应的源码文件。 */
+export function locationText(location: SourceLocation, paint: Painter): string {
+  const where = paint("bold", `${location.file}:${location.line}:${location.column}`);
+  if (!location.compiled) return where;
+  const source = location.file.replace("/dist/", "/").replace(/\.js$/, ".ts");
+  return `${where}${paint("dim", `（这是编译后的文件，行号按它算；源码是 ${source}）`)}`;
 }
 
 /** node:test 常见的英文失败说明，配一句中文解释它通常意味着什么。 */
@@ -175,6 +190,17 @@ export function hintLine(chapter: Chapter, lab: Lab, shown: number, paint: Paint
   }
   const next = shown + 1;
   return `提示：实践 ${lab.id} 还有 ${LADDER_HEIGHT - shown} 级可看 → ${paint("cyan", `npm run hint -- ${chapter.id} ${lab.id}`)}（第 ${next} 级 · ${levelName(next)}）`;
+}
+
+/**
+ * watch 每屏的最后一行。在终端里能按键，就把按键列出来；
+ * 管道和测试里不读键盘，只说保存即重跑、Ctrl-C 退出。
+ */
+export function watchFooter(mode: "events" | "poll", interactive: boolean): string {
+  const how = mode === "events" ? "文件事件" : "轮询";
+  return interactive
+    ? `监视中（${how}）：保存文件即重跑 · 按键：r 重跑、h 下一级提示、q 退出`
+    : `监视中（${how}）：保存文件即重跑，Ctrl-C 退出`;
 }
 
 export function seconds(ms: number): string {

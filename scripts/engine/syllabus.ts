@@ -2,7 +2,7 @@ import type { Chapter } from "./chapters.js";
 import type { Progress } from "./progress.js";
 
 /**
- * 课程大纲（DESIGN §5）：规划中的 20 章分成四部分。lessons/ 里已经存在的章节
+ * 课程大纲：规划中的 20 章分成四部分。lessons/ 里已经存在的章节
  * 才能学；其余的在地图上显示为“未开放”。
  */
 export interface PlannedChapter {
@@ -80,11 +80,23 @@ export interface MapPart {
 
 export interface CourseMap {
   parts: MapPart[];
-  /** 第一章还没点亮的已开放章节。 */
+  /** 下一章，规则见 nextChapter。 */
   next?: Chapter;
   lit: number;
   open: number;
   planned: number;
+}
+
+/**
+ * 下一章该学哪一章（status、verify、doctor 共用这一条规则）：
+ * 点亮的最高一章之后第一章还没点亮的；后面都亮了，就回头找第一章没点亮的；全部点亮时没有下一章。
+ * 这样跳着做（先做 03）时，下一章是 04 而不是 00。
+ */
+export function nextChapter(chapters: readonly Chapter[], progress: Pick<Progress, "verified">): Chapter | undefined {
+  const ordered = [...chapters].sort((a, b) => a.id.localeCompare(b.id));
+  const lit = (chapter: Chapter) => progress.verified[chapter.id] !== undefined;
+  const highest = ordered.findLastIndex(lit);
+  return ordered.slice(highest + 1).find((chapter) => !lit(chapter)) ?? ordered.find((chapter) => !lit(chapter));
 }
 
 /** 把大纲、已存在的章节、进度和当前目标哈希合成一张地图（纯数据，不打印）。 */
@@ -115,7 +127,7 @@ export function courseMap(chapters: readonly Chapter[], progress: Progress, targ
   }
 
   const entries = parts.flatMap((part) => part.entries);
-  const next = entries.find((entry) => entry.state === "open")?.chapter;
+  const next = nextChapter(chapters, progress);
   return {
     parts,
     ...(next ? { next } : {}),

@@ -1,9 +1,37 @@
 // 在独立的子进程里调用 node:test 的 run()，把每个测试事件写成一行 JSON。
 // 独立进程有两个原因：run() 拒绝在另一个测试文件内部递归运行；
 // 而且被测项目不该继承套件自己的加载器（例如 tsx）。
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
 import { run } from "node:test";
+import { fileURLToPath } from "node:url";
 
 const { files, pattern, timeoutMs } = JSON.parse(process.argv[2] ?? "{}");
+
+// 测试子进程打开了源码映射（runner.ts 设的 --enable-source-maps）时，node:test 报告的 file
+// 是映射后的 .ts 源码路径。记录里一律写回被要求运行的那个文件，调用方才能按文件归类。
+const requested = new Map();
+for (const file of files) {
+  requested.set(file, file);
+  for (const source of mappedSources(file)) requested.set(source, file);
+}
+
+function mappedSources(file) {
+  const mapFile = `${file}.map`;
+  if (!existsSync(mapFile)) return [];
+  try {
+    const map = JSON.parse(readFileSync(mapFile, "utf8"));
+    return (map.sources ?? []).map((source) =>
+      source.startsWith("file://") ? fileURLToPath(source) : path.resolve(path.dirname(file), map.sourceRoot ?? "", source),
+    );
+  } catch {
+    return [];
+  }
+}
+
+function fileOf(reported) {
+  return requested.get(reported) ?? reported;
+}
 
 const stream = run({
   files,
@@ -27,6 +55,7 @@ function failureOf(error) {
   const failure = { message: String(root.message ?? root) };
   if ("actual" in root) failure.actual = serialisable(root.actual);
   if ("expected" in root) failure.expected = serialisable(root.expected);
+  if (typeof root.stack === "string") failure.stack = root.stack;
   return failure;
 }
 
@@ -41,15 +70,19 @@ function loadError(file) {
 
 for await (const event of stream) {
   if (event.type === "test:stderr" && event.data.file) {
-    const chunks = stderrByFile.get(event.data.file) ?? [];
+    const file = fileOf(event.data.file);
+    const chunks = stderrByFile.get(file) ?? [];
     chunks.push(event.data.message);
-    stderrByFile.set(event.data.file, chunks);
+    stderrByFile.set(file, chunks);
     continue;
   }
   if (event.type !== "test:pass" && event.type !== "test:fail") continue;
   const { data } = event;
   if (data.details?.type === "suite") continue;
-  const record = { name: data.name, file: data.file ?? "", ok: event.type === "test:pass", skipped: data.skip !== undefined };
+  const file = fileOf(data.file ?? "");
+  // 整个文件没能运行时，node:test 以文件路径为名报告；名字也换成被要求运行的那个路径
+  const name = data.name === data.file ? file : data.name;
+  const record = { name, file, ok: event.type === "test:pass", skipped: data.skip !== undefined };
   if (!record.ok) Object.assign(record, failureOf(data.details?.error));
   if (!record.ok && record.name === record.file) {
     const reason = loadError(record.file);

@@ -6,7 +6,7 @@ import { readCommittedFile, type CourseHistory } from "./history.js";
 import { firstDeviation, labResults, patternsToIsolate, type Deviation, type EarlierResult, type LabResult, type TestFileChange } from "./labs.js";
 import { defaultPracticeDir, practiceStart, readPracticeMarker } from "./practice.js";
 import type { Progress } from "./progress.js";
-import { buildProject, compiledTestPath, isFileFailure, runTests, type BuildResult, type TestOutcome } from "./runner.js";
+import { buildProject, compiledTestPath, failureLocation, isFileFailure, runTests, type BuildResult, type TestOutcome } from "./runner.js";
 
 /**
  * 检查一个练习目录：编译、运行测试、按实践归类、找出第一处偏差。
@@ -74,7 +74,10 @@ export async function checkPractice(options: CheckOptions): Promise<PracticeChec
   if (scope === "all" && options.integrity) {
     ({ missing, modified } = await testFileChanges(options.integrity.kitRoot, options.integrity.history, chapter, options.chapters, dir));
   }
-  const deviation = firstDeviation({ chapter, build, focused, labs, earlier, missing, modified });
+  const found = firstDeviation({ chapter, build, focused, labs, earlier, missing, modified });
+  // 抛出的错误只有一句信息不够：补上它在 packages/pi-course 里的第一帧位置
+  const location = found?.kind === "test" ? failureLocation(found.test, dir) : undefined;
+  const deviation = found?.kind === "test" && location ? { ...found, location } : found;
   const passed =
     deviation === undefined &&
     build.ok &&
