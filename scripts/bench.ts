@@ -1,7 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { parseArgs } from "node:util";
 
 import {
   benchChapter,
@@ -18,7 +17,7 @@ import {
   type Target,
 } from "./engine/bench.js";
 import { findChapter, loadChapters } from "./engine/chapters.js";
-import { argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
+import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
 import { CourseError, usageError } from "./engine/errors.js";
 import { ensureHistory } from "./engine/history.js";
 import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
@@ -57,7 +56,12 @@ interface Row {
 }
 
 await runCommand(async () => {
-  const { values, positionals } = parseCommandLine();
+  const { values, positionals } = parseCommandLine({
+    runs: { type: "string" },
+    full: { type: "boolean" },
+    chapter: { type: "string" },
+    out: { type: "string" },
+  });
   if (values.help) {
     console.log(HELP);
     return;
@@ -213,21 +217,4 @@ function parseRuns(text: string | undefined): number {
   const runs = Number(text);
   if (!/^\d+$/.test(text.trim()) || runs < 1 || runs > 50) throw usageError("RUNS_INVALID", `--runs 应当是 1 到 50 之间的整数，收到了 “${text}”`);
   return runs;
-}
-
-function parseCommandLine() {
-  try {
-    return parseArgs({
-      allowPositionals: true,
-      options: {
-        runs: { type: "string" },
-        full: { type: "boolean" },
-        chapter: { type: "string" },
-        out: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (error) {
-    throw argumentError(error);
-  }
 }

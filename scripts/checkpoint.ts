@@ -1,7 +1,6 @@
-import { parseArgs } from "node:util";
 
 import { renderCard } from "./engine/card.js";
-import { argumentError, paint, runCommand } from "./engine/cli.js";
+import { paint, runCommand, parseCommandLine } from "./engine/cli.js";
 import { openChapter } from "./engine/course.js";
 import { usageError } from "./engine/errors.js";
 
@@ -14,7 +13,7 @@ const HELP = `用法：npm run checkpoint -- <章节> [--json]
   --help   显示本说明`;
 
 await runCommand(async () => {
-  const { values, positionals } = parseCommandLine();
+  const { values, positionals } = parseCommandLine({ json: { type: "boolean" } });
   if (values.help) {
     console.log(HELP);
     return;
@@ -31,14 +30,3 @@ await runCommand(async () => {
   console.log(paint("bold", title));
   for (const line of rest) console.log(line);
 });
-
-function parseCommandLine() {
-  try {
-    return parseArgs({
-      allowPositionals: true,
-      options: { json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
-    });
-  } catch (error) {
-    throw argumentError(error);
-  }
-}

@@ -1,5 +1,4 @@
 import path from "node:path";
-import { parseArgs } from "node:util";
 
 import { openEditWorktree, exportCourse } from "./engine/authoring.js";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -7,7 +6,7 @@ import os from "node:os";
 
 import { findChapter, loadChapters } from "./engine/chapters.js";
 import { selfCheckChapter } from "./engine/selfcheck.js";
-import { argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
+import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
 import { CourseError, usageError } from "./engine/errors.js";
 import { ensureHistory, shortHash } from "./engine/history.js";
 import { EDIT_BRANCH, KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
@@ -26,7 +25,7 @@ const HELP = `用法：npm run course -- <子命令>
   --help             显示本说明`;
 
 await runCommand(async () => {
-  const { values, positionals } = parseCommandLine();
+  const { values, positionals } = parseCommandLine({ from: { type: "string" } });
   const [sub, ...rest] = positionals;
   if (values.help || sub === undefined) {
     console.log(HELP);
@@ -83,14 +82,3 @@ await runCommand(async () => {
   }
   throw usageError("UNKNOWN_SUBCOMMAND", `未知子命令「${sub}」；可用：history、edit、export、check`);
 });
-
-function parseCommandLine() {
-  try {
-    return parseArgs({
-      allowPositionals: true,
-      options: { help: { type: "boolean", short: "h" }, from: { type: "string" } },
-    });
-  } catch (error) {
-    throw argumentError(error);
-  }
-}

@@ -1,7 +1,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { parseArgs } from "node:util";
 
 import { runAgentLoop, type AgentEvent } from "../packages/pi-course/src/agent-loop.js";
 import { codingTools } from "../packages/pi-course/src/coding-tools.js";
@@ -10,7 +9,7 @@ import { ScriptedModel } from "../packages/pi-course/src/scripted-model.js";
 import { ToolRegistry } from "../packages/pi-course/src/tools.js";
 import { text, textOf, userMessage, type AgentMessage, type Model } from "../packages/pi-course/src/types.js";
 import { Workspace } from "../packages/pi-course/src/workspace.js";
-import { argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
+import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
 import { CourseError, usageError } from "./engine/errors.js";
 
 const HELP = `用法：npm run demo -- [--workspace 目录] [任务]
@@ -47,7 +46,7 @@ function scriptedReadmeModel(): ScriptedModel {
 }
 
 await runCommand(async () => {
-  const { values, positionals } = parseCommandLine();
+  const { values, positionals } = parseCommandLine({ workspace: { type: "string" } });
   if (values.help) {
     console.log(HELP);
     return;
@@ -143,16 +142,5 @@ function printEvent(event: AgentEvent): void {
     case "agent_end":
       console.log(tag(event.type) + `${event.reason}，新增 ${event.messages.length} 条消息`);
       return;
-  }
-}
-
-function parseCommandLine() {
-  try {
-    return parseArgs({
-      allowPositionals: true,
-      options: { help: { type: "boolean", short: "h" }, workspace: { type: "string" } },
-    });
-  } catch (error) {
-    throw argumentError(error);
   }
 }

@@ -1,8 +1,7 @@
 import path from "node:path";
-import { parseArgs } from "node:util";
 
 import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
-import { chapterAndDir, argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
+import { chapterAndDir, paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
 import {
   checkCheckout,
   checkGit,
@@ -41,7 +40,7 @@ const SYMBOL: Record<DoctorCheck["status"], string> = { ok: "✓", warn: "!", fa
 const STYLE = { ok: "green", warn: "yellow", fail: "red", skip: "dim" } as const;
 
 await runCommand(async () => {
-  const { values, positionals } = parseCommandLine();
+  const { values, positionals } = parseCommandLine({ fix: { type: "boolean" }, json: { type: "boolean" } });
   if (values.help) {
     console.log(HELP);
     return;
@@ -119,14 +118,3 @@ await runCommand(async () => {
   if (failed > 0) throw new CourseError("DOCTOR_FAILED", `体检发现 ${failed} 个问题${warned > 0 ? `、${warned} 个提醒` : ""}（修复办法见上）`);
   console.log(warned > 0 ? paint("yellow", `没有阻碍学习的问题；${warned} 个提醒见上。`) : paint("green", "一切正常，可以开始学习。"));
 });
-
-function parseCommandLine() {
-  try {
-    return parseArgs({
-      allowPositionals: true,
-      options: { fix: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
-    });
-  } catch (error) {
-    throw argumentError(error);
-  }
-}

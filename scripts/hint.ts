@@ -1,7 +1,6 @@
-import { parseArgs } from "node:util";
 
 import { findChapter, loadChapters, type Chapter, type Lab } from "./engine/chapters.js";
-import { argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
+import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
 import { usageError } from "./engine/errors.js";
 import { findLab, LADDER_HEIGHT, levelName, nextHint } from "./engine/hints.js";
 import { currentLab } from "./engine/labs.js";
@@ -24,7 +23,7 @@ const HELP = `用法：npm run hint -- <章节> [实践] [--level N] [--dir 目�
   --help      显示本说明`;
 
 await runCommand(async () => {
-  const { values, positionals } = parseCommandLine();
+  const { values, positionals } = parseCommandLine({ level: { type: "string" }, dir: { type: "string" } });
   if (values.help) {
     console.log(HELP);
     return;
@@ -111,15 +110,4 @@ function parseLevel(text: string): number {
     throw usageError("HINT_LEVEL_INVALID", `--level 应当是 1 到 ${LADDER_HEIGHT} 之间的整数，收到了 “${text}”`);
   }
   return level;
-}
-
-function parseCommandLine() {
-  try {
-    return parseArgs({
-      allowPositionals: true,
-      options: { level: { type: "string" }, dir: { type: "string" }, help: { type: "boolean", short: "h" } },
-    });
-  } catch (error) {
-    throw argumentError(error);
-  }
 }

@@ -1,8 +1,7 @@
 import path from "node:path";
-import { parseArgs } from "node:util";
 
 import { BUILD_COMMAND, runCommand as focusedRun } from "./engine/card.js";
-import { chapterAndDir, argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
+import { chapterAndDir, paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
 import { openChapter } from "./engine/course.js";
 import { KIT_ROOT } from "./engine/paths.js";
 import { createPractice, defaultPracticeDir } from "./engine/practice.js";
@@ -19,7 +18,7 @@ const HELP = `用法：npm run practice -- <章节> [目录]
   --help   显示本说明`;
 
 await runCommand(async () => {
-  const { values, positionals } = parseCommandLine();
+  const { values, positionals } = parseCommandLine({});
   if (values.help) {
     console.log(HELP);
     return;
@@ -53,13 +52,5 @@ function rememberPracticeDir(chapterId: string, dir: string): void {
     if (warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${warning}\n`);
   } catch (error) {
     process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${(error as Error).message}\n`);
-  }
-}
-
-function parseCommandLine() {
-  try {
-    return parseArgs({ allowPositionals: true, options: { help: { type: "boolean", short: "h" } } });
-  } catch (error) {
-    throw argumentError(error);
   }
 }

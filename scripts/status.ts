@@ -1,9 +1,8 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { parseArgs } from "node:util";
 
 import { loadChapters } from "./engine/chapters.js";
-import { argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
+import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
 import { usageError } from "./engine/errors.js";
 import { ensureHistory } from "./engine/history.js";
 import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
@@ -27,7 +26,7 @@ const HELP = `用法：npm start，或 npm run status [-- --json]
   --help   显示本说明`;
 
 await runCommand(async () => {
-  const { values, positionals } = parseCommandLine();
+  const { values, positionals } = parseCommandLine({ json: { type: "boolean" } });
   if (values.help) {
     console.log(HELP);
     return;
@@ -113,12 +112,4 @@ function day(iso: string | undefined): string {
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return "";
   return `${String(date.getMonth() + 1).padStart(2, "0")}-${String(date.getDate()).padStart(2, "0")}`;
-}
-
-function parseCommandLine() {
-  try {
-    return parseArgs({ allowPositionals: true, options: { json: { type: "boolean" }, help: { type: "boolean", short: "h" } } });
-  } catch (error) {
-    throw argumentError(error);
-  }
 }

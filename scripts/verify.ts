@@ -1,6 +1,5 @@
-import { parseArgs } from "node:util";
 
-import { chapterAndDir, argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
+import { chapterAndDir, paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
 import { openChapter } from "./engine/course.js";
 import { CourseError } from "./engine/errors.js";
 import { shortHash } from "./engine/history.js";
@@ -31,7 +30,7 @@ const HELP = `用法：npm run verify -- <章节> [目录] [--json]
 const color: Painter = (style, text) => paint(style, text);
 
 await runCommand(async () => {
-  const { values, positionals } = parseCommandLine();
+  const { values, positionals } = parseCommandLine({ json: { type: "boolean" } });
   if (values.help) {
     console.log(HELP);
     return;
@@ -154,12 +153,4 @@ function jsonDeviation(deviation: NonNullable<PracticeCheck["deviation"]>) {
 /** 原始堆栈很长，而且 location 已经给出了要看的那一帧。 */
 function withoutStack({ stack: _stack, ...test }: TestOutcome): Omit<TestOutcome, "stack"> {
   return test;
-}
-
-function parseCommandLine() {
-  try {
-    return parseArgs({ allowPositionals: true, options: { json: { type: "boolean" }, help: { type: "boolean", short: "h" } } });
-  } catch (error) {
-    throw argumentError(error);
-  }
 }

@@ -1,8 +1,7 @@
 import path from "node:path";
-import { parseArgs } from "node:util";
 
 import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
-import { chapterAndDir, argumentError, paint, runCommand, userCwd } from "./engine/cli.js";
+import { chapterAndDir, paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
 import { isCourseError, usageError } from "./engine/errors.js";
 import { LADDER_HEIGHT, nextHint } from "./engine/hints.js";
 import { currentLab } from "./engine/labs.js";
@@ -32,7 +31,7 @@ const HELP = `用法：npm run watch -- <章节> [目录] [--poll] [--interval �
 const color: Painter = (style, text) => paint(style, text);
 
 async function main(): Promise<void> {
-  const { values, positionals } = parseCommandLine();
+  const { values, positionals } = parseCommandLine({ poll: { type: "boolean" }, interval: { type: "string" } });
   if (values.help) {
     console.log(HELP);
     return;
@@ -232,15 +231,5 @@ function parseInterval(text: string): number {
   return value;
 }
 
-function parseCommandLine() {
-  try {
-    return parseArgs({
-      allowPositionals: true,
-      options: { poll: { type: "boolean" }, interval: { type: "string" }, help: { type: "boolean", short: "h" } },
-    });
-  } catch (error) {
-    throw argumentError(error);
-  }
-}
 
 await runCommand(main);

@@ -80,3 +80,17 @@ export function chapterAndDir(positionals: readonly string[]): [chapter: string 
   if (dir !== undefined && dir.trim() === "") throw usageError("DIR_EMPTY", "练习目录参数是空字符串；省略它即可使用默认目录");
   return [chapter, dir];
 }
+
+const HELP_OPTION = { help: { type: "boolean", short: "h" } } as const;
+
+/**
+ * 所有命令共用的参数解析：允许位置参数，自带 --help / -h，英文报错换成中文用法错误。
+ * options 只写命令自己的选项。
+ */
+export function parseCommandLine<const T extends NonNullable<util.ParseArgsConfig["options"]>>(options: T) {
+  try {
+    return util.parseArgs({ allowPositionals: true, options: { ...options, ...HELP_OPTION } });
+  } catch (error) {
+    throw argumentError(error);
+  }
+}
