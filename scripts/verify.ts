@@ -2,10 +2,10 @@
 import { chapterAndDir, paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
 import { openChapter } from "./engine/course.js";
 import { CourseError } from "./engine/errors.js";
-import { shortHash } from "./engine/history.js";
+import { practiceStart, shortHash } from "./engine/history.js";
 import { currentLab } from "./engine/labs.js";
 import { KIT_ROOT } from "./engine/paths.js";
-import { openPracticeDir, practiceStart } from "./engine/practice.js";
+import { openPracticeDir } from "./engine/practice.js";
 import { hintsShown, loadProgress, progressPath, recordVerified, updateProgress } from "./engine/progress.js";
 import { checkLines, deviationLines, hintLine, seconds, type Painter } from "./engine/screen.js";
 import type { TestOutcome } from "./engine/runner.js";

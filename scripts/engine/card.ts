@@ -1,5 +1,5 @@
 import { HINT_LEVELS, HINT_LEVEL_NAMES, type Chapter, type FirstRed, type TestRun } from "./chapters.js";
-import { shortHash, type CourseHistory } from "./history.js";
+import { practiceStart, shortHash, type CourseHistory } from "./history.js";
 import { COURSE_BRANCH, COURSE_PACKAGE } from "./paths.js";
 
 /** 学习者在任何地方（套件、worktree、练习目录）都能照抄的构建命令。 */
@@ -83,8 +83,7 @@ const TUTOR_PROTOCOL = [
 
 /** 练习目录里的 LEARNING.md：本章卡片、红灯、实践、提示梯子与辅导约定。 */
 export function renderPracticeGuide(chapter: Chapter, history: CourseHistory): string {
-  const commits = history.chapters[chapter.id];
-  const start = chapter.mode === "观察" ? commits?.target : commits?.parent;
+  const start = practiceStart(chapter, history);
   const out: string[] = [
     `# 第 ${chapter.id} 章 · ${chapter.title}`,
     "",

@@ -5,9 +5,9 @@ import path from "node:path";
 
 import { findChapter, type Chapter } from "./chapters.js";
 import { isCourseError } from "./errors.js";
-import { inspectHistory, locateGitDir, shortHash, type CourseHistory } from "./history.js";
+import { inspectHistory, locateGitDir, practiceStart, shortHash, type CourseHistory } from "./history.js";
 import { COURSE_BRANCH, COURSE_PACKAGE, isInside } from "./paths.js";
-import { practiceStart, readPracticeMarker, PRACTICE_MARKER } from "./practice.js";
+import { readPracticeMarker, PRACTICE_MARKER } from "./practice.js";
 import { inspectProgress, PROGRESS_ENV } from "./progress.js";
 import { testFileChanges } from "./verify.js";
 

@@ -82,6 +82,13 @@ export async function inspectHistory(kitRoot: string, chapters: readonly Chapter
   return { state: "stale", tip: branchTip };
 }
 
+/** 练习目录从哪个提交开始：观察章在目标上观察，重建章从起点动手。 */
+export function practiceStart(chapter: Chapter, history: CourseHistory): string {
+  const commits = history.chapters[chapter.id];
+  if (!commits) throw new CourseError("HISTORY_STALE", `课程历史里没有第 ${chapter.id} 章`);
+  return chapter.mode === "观察" ? commits.target : commits.parent;
+}
+
 /** 不读缓存、不动分支，只在对象库里写出提交。 */
 export async function buildHistory(kitRoot: string, chapters: readonly Chapter[]): Promise<CourseHistory> {
   const scratch = mkdtempSync(path.join(os.tmpdir(), "pi-course-index-"));

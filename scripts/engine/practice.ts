@@ -17,7 +17,7 @@ import path from "node:path";
 import { renderPracticeGuide } from "./card.js";
 import type { Chapter } from "./chapters.js";
 import { CourseError, usageError } from "./errors.js";
-import { checkoutTree, readCommittedFile, type CourseHistory } from "./history.js";
+import { checkoutTree, practiceStart, readCommittedFile, type CourseHistory } from "./history.js";
 import { isInside } from "./paths.js";
 
 export const PRACTICE_MARKER = ".pi-course-practice.json";
@@ -86,13 +86,6 @@ export function openPracticeDir(dir: string, chapter: Chapter, explicit = false)
   return marker;
 }
 
-/** 练习目录从哪个提交开始：观察章在目标上观察，重建章从起点动手。 */
-export function practiceStart(chapter: Chapter, history: CourseHistory): string {
-  const commits = history.chapters[chapter.id];
-  if (!commits) throw new CourseError("HISTORY_STALE", `课程历史里没有第 ${chapter.id} 章`);
-  return chapter.mode === "观察" ? commits.target : commits.parent;
-}
-
 /**
  * 生成一个隔离的练习目录：起点的代码、本章的聚焦测试、脚手架、LEARNING.md，
  * 以及指向套件依赖的 node_modules。先在同级临时目录里做完，再一次性改名，
@@ -140,7 +133,7 @@ function checkDestination(kitRoot: string, chapter: Chapter, dir: string): void 
   if (isInside(kit, nearestExisting(dir))) {
     throw usageError(
       "PRACTICE_INSIDE_KIT",
-      `练习目录 ${dir} 位于课程套件之内：那里的模块解析会找到最终答案。请换到套件之外，例如 ${defaultHint(kitRoot)}`,
+      `练习目录 ${dir} 位于课程套件之内：那里的模块解析会找到最终答案。请换到套件之外，例如 ${defaultPracticeDir(kitRoot, chapter)}`,
     );
   }
   if (!existsSync(dir)) return;
@@ -169,10 +162,6 @@ function markerIfAny(dir: string): PracticeMarker | undefined {
   } catch {
     return undefined;
   }
-}
-
-function defaultHint(kitRoot: string): string {
-  return path.join(path.dirname(kitRoot), "pi-practice-03");
 }
 
 /** 沿父目录找到第一个存在的路径并取真实路径，这样符号链接也骗不过“在套件内”的检查。 */

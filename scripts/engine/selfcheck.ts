@@ -4,7 +4,7 @@ import path from "node:path";
 
 import { focusedGlob } from "./card.js";
 import type { Chapter, TestRun } from "./chapters.js";
-import { checkoutTree, listCommittedFiles, readCommittedFile, shortHash, type CourseHistory } from "./history.js";
+import { checkoutTree, listCommittedFiles, practiceStart, readCommittedFile, shortHash, type CourseHistory } from "./history.js";
 import { citedHashes, lintLesson } from "./lesson.js";
 import { COURSE_PACKAGE } from "./paths.js";
 import { createPractice, GUIDE_FILE, linkDependencies, PRACTICE_MARKER } from "./practice.js";
@@ -135,21 +135,18 @@ export async function checkPurity(ctx: SelfCheckContext, chapter: Chapter, pract
   }
   if (!tests.includes(path.basename(chapter.focusedTest.path))) problems.push("练习目录缺少本章聚焦测试");
 
-  const commits = ctx.history.chapters[chapter.id];
-  const start = chapter.mode === "观察" ? commits?.target : commits?.parent;
-  if (start) {
-    const startFiles = await listCommittedFiles(ctx.kitRoot, start);
-    for (const file of chapter.teachingFiles) {
-      const practiceFile = path.join(practiceDir, file);
-      const starterFile = chapter.starterDir ? path.join(chapter.starterDir, file) : undefined;
-      const expected = starterFile && existsSync(starterFile)
-        ? readFileSync(starterFile, "utf8")
-        : startFiles.has(file)
-          ? await readCommittedFile(ctx.kitRoot, start, file)
-          : undefined;
-      const actual = existsSync(practiceFile) ? readFileSync(practiceFile, "utf8") : undefined;
-      if (actual !== expected) problems.push(`教学文件 ${file} 不是起点（或脚手架）的版本`);
-    }
+  const start = practiceStart(chapter, ctx.history);
+  const startFiles = await listCommittedFiles(ctx.kitRoot, start);
+  for (const file of chapter.teachingFiles) {
+    const practiceFile = path.join(practiceDir, file);
+    const starterFile = chapter.starterDir ? path.join(chapter.starterDir, file) : undefined;
+    const expected = starterFile && existsSync(starterFile)
+      ? readFileSync(starterFile, "utf8")
+      : startFiles.has(file)
+        ? await readCommittedFile(ctx.kitRoot, start, file)
+        : undefined;
+    const actual = existsSync(practiceFile) ? readFileSync(practiceFile, "utf8") : undefined;
+    if (actual !== expected) problems.push(`教学文件 ${file} 不是起点（或脚手架）的版本`);
   }
   if (existsSync(path.join(practiceDir, "node_modules", "@pi"))) problems.push("练习目录的 node_modules 里有 @pi（会解析到最终答案）");
   try {
@@ -244,8 +241,9 @@ export function checkLesson(ctx: SelfCheckContext, chapter: Chapter): string[] {
   const scripts = Object.keys(
     (JSON.parse(readFileSync(path.join(ctx.kitRoot, "package.json"), "utf8")) as { scripts?: Record<string, string> }).scripts ?? {},
   );
-  const problems = lintLesson(readFileSync(chapter.lessonPath, "utf8"), chapter, ctx.chapters, scripts);
-  if (!readFileSync(chapter.lessonPath, "utf8").includes(focusedGlob(chapter))) {
+  const lesson = readFileSync(chapter.lessonPath, "utf8");
+  const problems = lintLesson(lesson, chapter, ctx.chapters, scripts);
+  if (!lesson.includes(focusedGlob(chapter))) {
     problems.push(`课文里没有聚焦运行命令（${focusedGlob(chapter)}）`);
   }
   return problems;

@@ -2,9 +2,9 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 
 import type { Chapter } from "./chapters.js";
-import { readCommittedFile, type CourseHistory } from "./history.js";
+import { practiceStart, readCommittedFile, type CourseHistory } from "./history.js";
 import { firstDeviation, labResults, patternsToIsolate, type Deviation, type EarlierResult, type LabResult, type TestFileChange } from "./labs.js";
-import { defaultPracticeDir, practiceStart, readPracticeMarker } from "./practice.js";
+import { defaultPracticeDir, readPracticeMarker } from "./practice.js";
 import type { Progress } from "./progress.js";
 import { buildProject, compiledTestPath, failureLocation, isFileFailure, runTests, type BuildResult, type TestOutcome } from "./runner.js";
 
