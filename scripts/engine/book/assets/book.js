@@ -1,0 +1,105 @@
+// 书页上可选的几样东西：没有脚本时页面照样能读，只是少了这些便利。
+(() => {
+  "use strict";
+  const status = document.createElement("p");
+  status.className = "visually-hidden";
+  status.setAttribute("aria-live", "polite");
+  document.body.append(status);
+
+  // 每条命令一个复制按钮
+  async function copyText(text) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return true;
+    } catch {
+      // 不是安全上下文或没有剪贴板权限：退回到选中文字再复制
+      const area = document.createElement("textarea");
+      area.value = text;
+      area.setAttribute("readonly", "");
+      area.style.position = "fixed";
+      area.style.opacity = "0";
+      document.body.append(area);
+      area.select();
+      let ok = false;
+      try {
+        ok = document.execCommand("copy");
+      } catch {
+        ok = false;
+      }
+      area.remove();
+      return ok;
+    }
+  }
+  for (const line of document.querySelectorAll(".line.command")) {
+    const text = line.textContent.trim();
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "copy";
+    button.textContent = "复制";
+    button.dataset.command = text;
+    button.setAttribute("aria-label", `复制命令：${text}`);
+    button.addEventListener("click", async () => {
+      const ok = await copyText(text);
+      button.textContent = ok ? "已复制" : "请手动复制";
+      button.classList.toggle("done", ok);
+      status.textContent = ok ? `已复制：${text}` : "浏览器不允许复制，请手动选中命令";
+      setTimeout(() => {
+        button.textContent = "复制";
+        button.classList.remove("done");
+      }, 1600);
+    });
+    line.append(button);
+  }
+
+  // ← / → 翻页（焦点在输入框、代码块里或按着修饰键时不抢按键）
+  document.addEventListener("keydown", (event) => {
+    if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey || event.defaultPrevented) return;
+    const target = event.target;
+    if (target instanceof Element && target.closest("input, textarea, select, pre, [contenteditable]")) return;
+    const rel = event.key === "ArrowLeft" ? "prev" : event.key === "ArrowRight" ? "next" : undefined;
+    const link = rel && document.querySelector(`.pager a[rel="${rel}"]`);
+    if (link) {
+      event.preventDefault();
+      location.href = link.href;
+    }
+  });
+
+  // 窄屏上先收起本章目录，正文不被长列表推下去
+  const toc = document.querySelector(".toc details");
+  if (toc && window.matchMedia("(max-width: 1180px)").matches) toc.open = false;
+
+  // 本章目录跟着阅读位置高亮
+  const links = new Map([...document.querySelectorAll(".toc a")].map((a) => [decodeURIComponent(a.hash.slice(1)), a]));
+  if (links.size > 0 && "IntersectionObserver" in window) {
+    const observer = new IntersectionObserver(
+      (entries) => {
+        for (const entry of entries) {
+          if (!entry.isIntersecting) continue;
+          for (const a of links.values()) a.classList.remove("active");
+          links.get(entry.target.id)?.classList.add("active");
+        }
+      },
+      { rootMargin: "0px 0px -75% 0px" },
+    );
+    for (const id of links.keys()) {
+      const heading = document.getElementById(id);
+      if (heading) observer.observe(heading);
+    }
+  }
+
+  // Mermaid 图：用随书附带的库画成 SVG，配色跟随系统主题
+  const diagrams = document.querySelectorAll("pre.mermaid");
+  if (diagrams.length > 0 && window.mermaid) {
+    const dark = window.matchMedia("(prefers-color-scheme: dark)").matches;
+    window.mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: dark ? "dark" : "default", fontFamily: getComputedStyle(document.body).fontFamily });
+    window.mermaid.run({ nodes: diagrams }).catch((error) => {
+      status.textContent = `图没能画出来，显示的是它的源文字：${error.message}`;
+    });
+  }
+
+  // 本地预览：课文或进度一变，服务器通知页面刷新
+  if (document.documentElement.hasAttribute("data-live") && "EventSource" in window) {
+    const events = new EventSource("/__book/events");
+    events.addEventListener("reload", () => location.reload());
+  }
+})();

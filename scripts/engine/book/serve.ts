@@ -1,0 +1,79 @@
+import { createReadStream, existsSync, statSync } from "node:fs";
+import { createServer, type ServerResponse } from "node:http";
+import path from "node:path";
+
+import { CourseError } from "../errors.js";
+import { isInside } from "../paths.js";
+
+/** 本地预览服务器：只听 127.0.0.1，静态地送出书的目录，并用 Server-Sent Events 通知页面刷新。 */
+export const EVENTS_PATH = "/__book/events";
+
+const TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".json": "application/json; charset=utf-8",
+};
+
+export interface BookServer {
+  url: string;
+  /** 让所有打开的页面刷新。 */
+  reload(): void;
+  close(): Promise<void>;
+}
+
+export function serveBook(root: string, port: number, host = "127.0.0.1"): Promise<BookServer> {
+  const listeners = new Set<ServerResponse>();
+  const server = createServer((request, response) => {
+    const url = new URL(request.url ?? "/", "http://localhost");
+    if (url.pathname === EVENTS_PATH) {
+      response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" });
+      response.write(": 已连接\n\n");
+      listeners.add(response);
+      request.on("close", () => listeners.delete(response));
+      return;
+    }
+    let relative: string;
+    try {
+      relative = decodeURIComponent(url.pathname);
+    } catch {
+      relative = "";
+    }
+    if (relative.endsWith("/")) relative += "index.html";
+    const file = path.join(root, relative);
+    if (!isInside(root, file) || !existsSync(file) || !statSync(file).isFile()) {
+      response.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
+      response.end("没有这一页");
+      return;
+    }
+    response.writeHead(200, { "content-type": TYPES[path.extname(file)] ?? "application/octet-stream", "cache-control": "no-store" });
+    createReadStream(file).pipe(response);
+  });
+
+  return new Promise((resolve, reject) => {
+    server.once("error", (error: NodeJS.ErrnoException) => {
+      reject(
+        error.code === "EADDRINUSE"
+          ? new CourseError("PORT_IN_USE", `端口 ${port} 已被占用：用 --port 换一个，例如 npm run book -- --serve --port ${port + 1}`)
+          : new CourseError("SERVE_FAILED", `无法在 ${host}:${port} 上启动预览（${error.code ?? error.message}）`),
+      );
+    });
+    server.listen(port, host, () => {
+      const address = server.address();
+      const actual = typeof address === "object" && address ? address.port : port;
+      resolve({
+        url: `http://${host}:${actual}/`,
+        reload() {
+          for (const listener of listeners) listener.write(`event: reload\ndata: ${Date.now()}\n\n`);
+        },
+        close() {
+          for (const listener of listeners) listener.end();
+          listeners.clear();
+          return new Promise((done) => server.close(() => done()));
+        },
+      });
+    });
+  });
+}

@@ -1,0 +1,144 @@
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { loadChapters, type Chapter } from "../chapters.js";
+import { CourseError } from "../errors.js";
+import { ensureHistory } from "../history.js";
+import { emptyProgress, type Progress } from "../progress.js";
+import { courseMap } from "../syllabus.js";
+import { createMarkdown, renderLesson } from "./markdown.js";
+import { cardHtml, hintLadderHtml, indexBody, layout, pageFile, sidebarHtml, tocHtml, type MapView, type PageLink } from "./pages.js";
+
+/**
+ * 整本书：封面（课程地图）+ 每章一页，课文直接读 lessons/NN-slug/lesson.md，
+ * 卡片数据来自 chapter.json 与真实的课程历史。脚本、样式全部来自已安装的 npm 包和本目录的 assets/。
+ */
+export interface BookOptions {
+  kitRoot: string;
+  lessonsDir: string;
+  outDir: string;
+  /** 学习者的进度（本地预览时）：地图据此点亮；省略就是发布版，不带任何个人状态。 */
+  progress?: Progress;
+  /** 本地预览：页面连上服务器，课文一改就刷新。 */
+  live?: boolean;
+}
+
+export interface BookPage {
+  file: string;
+  title: string;
+  chapter?: Chapter;
+}
+
+export interface Book {
+  outDir: string;
+  pages: BookPage[];
+  ms: number;
+}
+
+/** 写进 outDir 的东西之外，这些目录重建时保留（浏览器测试的截图放在这里）。 */
+const KEEP = new Set(["screenshots"]);
+const OWN_ASSETS = path.join(path.dirname(fileURLToPath(import.meta.url)), "assets");
+
+/** 随书附带的第三方文件：目标名 → 已安装包里的位置。 */
+function vendorAssets(): Record<string, string> {
+  const mermaidDir = path.dirname(fileURLToPath(import.meta.resolve("mermaid")));
+  return {
+    "mermaid.min.js": path.join(mermaidDir, "mermaid.min.js"),
+    "code-light.css": fileURLToPath(import.meta.resolve("highlight.js/styles/github.css")),
+    "code-dark.css": fileURLToPath(import.meta.resolve("highlight.js/styles/github-dark.css")),
+  };
+}
+
+export async function buildBook(options: BookOptions): Promise<Book> {
+  const started = performance.now();
+  const chapters = loadChapters(options.lessonsDir);
+  const history = await ensureHistory(options.kitRoot, chapters);
+  const targets = Object.fromEntries(Object.entries(history.chapters).map(([id, commits]) => [id, commits.target]));
+  const personal = options.progress !== undefined;
+  const map = courseMap(chapters, options.progress ?? emptyProgress(), targets);
+  const live = options.live ?? false;
+  const md = createMarkdown();
+  const files = new Map<string, string>();
+  const pages: BookPage[] = [];
+
+  const cover: PageLink = { href: "index.html", label: "封面与课程地图" };
+  chapters.forEach((chapter, index) => {
+    const where = path.posix.join("lessons", chapter.dirName, "lesson.md");
+    const labs = new Map(chapter.labs.map((lab) => [lab.id, lab]));
+    const placed = new Set<string>();
+    const lesson = renderLesson(md, readFileSync(chapter.lessonPath, "utf8"), {
+      where,
+      afterLab: (labId) => {
+        const lab = labs.get(labId);
+        if (!lab) return undefined;
+        placed.add(labId);
+        return hintLadderHtml(lab, (text) => md.renderInline(text), where);
+      },
+    });
+    // 课文里没有对应一节的实践：提示梯子放在正文末尾，一级也不丢
+    const orphans = chapter.labs.filter((lab) => !placed.has(lab.id));
+    const orphanHtml = orphans
+      .map((lab) => `<h2 id="提示-${lab.id}">实践 ${lab.id} 的提示</h2>\n${hintLadderHtml(lab, (text) => md.renderInline(text), where)}`)
+      .join("\n");
+    const previous = chapters[index - 1];
+    const following = chapters[index + 1];
+    const view: MapView = { map, personal, current: chapter.id };
+    const body = `<article class="lesson">
+<header class="lesson-head"><p class="eyebrow">第 ${chapter.id} 章 · ${chapter.mode}</p><h1>${md.renderInline(lesson.title)}</h1></header>
+${cardHtml(chapter, history.chapters[chapter.id], chapters)}
+${lesson.html}${orphanHtml}
+</article>`;
+    const toc = tocHtml([{ level: 2, id: "章节卡片", text: "章节卡片" }, ...lesson.toc]);
+    files.set(
+      pageFile(chapter),
+      layout({
+        title: lesson.title,
+        body,
+        sidebar: sidebarHtml(view),
+        toc,
+        prev: previous ? { href: pageFile(previous), label: `第 ${previous.id} 章 · ${previous.title}` } : cover,
+        ...(following ? { next: { href: pageFile(following), label: `第 ${following.id} 章 · ${following.title}` } } : {}),
+        live,
+        mermaid: lesson.diagrams > 0,
+      }),
+    );
+    pages.push({ file: pageFile(chapter), title: lesson.title, chapter });
+  });
+
+  const first = chapters[0];
+  files.set(
+    "index.html",
+    layout({
+      title: "封面与课程地图",
+      body: indexBody({ map, personal }, first),
+      sidebar: sidebarHtml({ map, personal }),
+      ...(first ? { next: { href: pageFile(first), label: `第 ${first.id} 章 · ${first.title}` } } : {}),
+      live,
+      mermaid: false,
+    }),
+  );
+  pages.unshift({ file: "index.html", title: "封面与课程地图" });
+
+  writeSite(options.outDir, files);
+  return { outDir: options.outDir, pages, ms: performance.now() - started };
+}
+
+function writeSite(outDir: string, files: ReadonlyMap<string, string>): void {
+  if (existsSync(path.join(outDir, "lessons")) || existsSync(path.join(outDir, "package.json"))) {
+    // 防止把输出目录误指到套件或别的项目上：重建前要清空它
+    throw new CourseError("BOOK_OUT_DIR", `${outDir} 看起来不是书的输出目录，已停止，没有删除任何东西`);
+  }
+  mkdirSync(outDir, { recursive: true });
+  for (const entry of readdirSync(outDir)) {
+    if (!KEEP.has(entry)) rmSync(path.join(outDir, entry), { recursive: true, force: true });
+  }
+  const assets = path.join(outDir, "assets");
+  mkdirSync(assets, { recursive: true });
+  for (const name of readdirSync(OWN_ASSETS)) copyFileSync(path.join(OWN_ASSETS, name), path.join(assets, name));
+  for (const [name, source] of Object.entries(vendorAssets())) {
+    if (!existsSync(source)) throw new CourseError("BOOK_ASSET", `找不到 ${source}：请先运行 npm ci 安装依赖`);
+    copyFileSync(source, path.join(assets, name));
+  }
+  for (const [name, html] of files) writeFileSync(path.join(outDir, name), html);
+}
