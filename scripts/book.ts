@@ -3,16 +3,16 @@ import path from "node:path";
 
 import { serveBook } from "./engine/book/serve.js";
 import { buildBook, type BookOptions } from "./engine/book/site.js";
-import { paint, parseCommandLine, runCommand } from "./engine/cli.js";
+import { paint, parseCommandLine, runCommand, userCwd } from "./engine/cli.js";
 import { usageError } from "./engine/errors.js";
 import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
 import { loadProgress, progressPath } from "./engine/progress.js";
 import { watchTree } from "./engine/watch.js";
 
 const DEFAULT_PORT = 4173;
-const OUT_DIR = path.join(KIT_ROOT, ".book");
+const DEFAULT_OUT = path.join(KIT_ROOT, ".book");
 
-const HELP = `用法：npm run book [-- --serve [--port 端口]]
+const HELP = `用法：npm run book [-- --serve [--port 端口]] [--out 目录]
 
 把 lessons/ 里的课文做成一本静态网站，放在 .book/（不进 git）：
 每章一页，带章节卡片、本章目录、提示梯子、翻页和命令的复制按钮。
@@ -21,22 +21,25 @@ const HELP = `用法：npm run book [-- --serve [--port 端口]]
   （无选项）  生成发布版：不含任何个人进度，打开 .book/index.html 即可阅读
   --serve     生成并在 http://127.0.0.1:${DEFAULT_PORT}/ 上预览：课程地图按你的进度文件点亮（只读），
               课文或进度一变页面就自动刷新；Ctrl-C 退出
-  --port 端口 预览用的端口（默认 ${DEFAULT_PORT}）
+  --port 端口 预览用的端口（默认 ${DEFAULT_PORT}；0 表示随便找一个空闲端口）
+  --out 目录  输出目录（默认 .book/）；重建时整个清空，所以不能是放着别的东西的目录
   --help      显示本说明`;
 
 await runCommand(async () => {
-  const { values, positionals } = parseCommandLine({ serve: { type: "boolean" }, port: { type: "string" } });
+  const { values, positionals } = parseCommandLine({ serve: { type: "boolean" }, port: { type: "string" }, out: { type: "string" } });
   if (values.help) {
     console.log(HELP);
     return;
   }
   if (positionals.length > 0) throw usageError("TOO_MANY_ARGS", `book 不接受参数，收到了：${positionals.join(" ")}`);
   if (values.port !== undefined && !values.serve) throw usageError("PORT_WITHOUT_SERVE", "--port 只和 --serve 一起使用");
-  const base: BookOptions = { kitRoot: KIT_ROOT, lessonsDir: LESSONS_DIR, outDir: OUT_DIR };
+  if (values.out !== undefined && values.out.trim() === "") throw usageError("BAD_OUT", "--out 不能是空字符串");
+  const outDir = values.out === undefined ? DEFAULT_OUT : path.resolve(userCwd(), values.out);
+  const base: BookOptions = { kitRoot: KIT_ROOT, lessonsDir: LESSONS_DIR, outDir };
 
   if (!values.serve) {
     const book = await buildBook(base);
-    console.log(`书已生成：${path.relative(process.cwd(), path.join(OUT_DIR, "index.html"))}（${book.pages.length} 页，${(book.ms / 1000).toFixed(2)} s）`);
+    console.log(`书已生成：${path.relative(userCwd(), path.join(outDir, "index.html")) || outDir}（${book.pages.length} 页，${(book.ms / 1000).toFixed(2)} s）`);
     return;
   }
 
@@ -48,7 +51,7 @@ await runCommand(async () => {
     return buildBook({ ...base, progress, live: true });
   };
   const book = await build();
-  const server = await serveBook(OUT_DIR, port);
+  const server = await serveBook(outDir, port);
   console.log(`本地预览：${paint("cyan", server.url)}（${book.pages.length} 页）`);
   console.log(paint("dim", `课程地图按 ${file} 点亮（只读）；课文或进度一变就重建并刷新页面。Ctrl-C 退出`));
 
@@ -95,6 +98,6 @@ await runCommand(async () => {
 
 function parsePort(text: string): number {
   const port = Number(text);
-  if (!/^\d+$/.test(text) || port < 1 || port > 65535) throw usageError("BAD_PORT", `--port 应当是 1–65535 之间的整数，收到了 ${text}`);
+  if (!/^\d+$/.test(text) || port > 65535) throw usageError("BAD_PORT", `--port 应当是 0–65535 之间的整数，收到了 ${text}`);
   return port;
 }

@@ -94,7 +94,11 @@ export function codeBlock(code: string, info: string, where: string): string {
     lang === "bash"
       ? source
           .split("\n")
-          .map((line) => `<span class="line${isCommand(line) ? " command" : ""}">${highlight(line, lang)}</span>`)
+          .map((line) =>
+            isCommand(line)
+              ? `<span class="line command"><span class="cmd">${highlight(line, lang)}</span></span>`
+              : `<span class="line">${highlight(line, lang)}</span>`,
+          )
           .join("\n")
       : highlight(source, lang);
   return `<figure class="code" data-lang="${lang}"><pre tabindex="0"><code class="hljs language-${lang}">${body}</code></pre></figure>\n`;

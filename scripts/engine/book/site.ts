@@ -124,15 +124,22 @@ ${lesson.html}${orphanHtml}
   return { outDir: options.outDir, pages, ms: performance.now() - started };
 }
 
+/** 书的输出目录里的标记文件：只有带着它的目录才会在重建时被清空。 */
+export const BOOK_MARKER = ".pi-course-book";
+
 function writeSite(outDir: string, files: ReadonlyMap<string, string>): void {
-  if (existsSync(path.join(outDir, "lessons")) || existsSync(path.join(outDir, "package.json"))) {
-    // 防止把输出目录误指到套件或别的项目上：重建前要清空它
-    throw new CourseError("BOOK_OUT_DIR", `${outDir} 看起来不是书的输出目录，已停止，没有删除任何东西`);
+  if (existsSync(outDir)) {
+    const entries = readdirSync(outDir);
+    if (entries.some((entry) => !KEEP.has(entry)) && !entries.includes(BOOK_MARKER)) {
+      // 重建会清空输出目录：不是书自己生成的目录，一个文件也不动
+      throw new CourseError("BOOK_OUT_DIR", `${outDir} 里已经有别的文件，不是书的输出目录；请换一个空目录或不存在的目录，原有文件没有动`);
+    }
+    for (const entry of entries) {
+      if (!KEEP.has(entry)) rmSync(path.join(outDir, entry), { recursive: true, force: true });
+    }
   }
   mkdirSync(outDir, { recursive: true });
-  for (const entry of readdirSync(outDir)) {
-    if (!KEEP.has(entry)) rmSync(path.join(outDir, entry), { recursive: true, force: true });
-  }
+  writeFileSync(path.join(outDir, BOOK_MARKER), "npm run book 生成的目录：重建时会整个清空\n");
   const assets = path.join(outDir, "assets");
   mkdirSync(assets, { recursive: true });
   for (const name of readdirSync(OWN_ASSETS)) copyFileSync(path.join(OWN_ASSETS, name), path.join(assets, name));

@@ -31,7 +31,7 @@
     }
   }
   for (const line of document.querySelectorAll(".line.command")) {
-    const text = line.textContent.trim();
+    const text = (line.querySelector(".cmd") ?? line).textContent.trim();
     const button = document.createElement("button");
     button.type = "button";
     button.className = "copy";

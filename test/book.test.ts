@@ -1,0 +1,230 @@
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import { createMarkdown, renderLesson } from "../scripts/engine/book/markdown.ts";
+import { indexBody, sidebarHtml } from "../scripts/engine/book/pages.ts";
+import { buildBook } from "../scripts/engine/book/site.ts";
+import { BUILD_COMMAND, expectation, runCommand } from "../scripts/engine/card.ts";
+import { loadChapters, type Chapter } from "../scripts/engine/chapters.ts";
+import { isCourseError } from "../scripts/engine/errors.ts";
+import { ensureHistory, shortHash, type CourseHistory } from "../scripts/engine/history.ts";
+import { emptyProgress } from "../scripts/engine/progress.ts";
+import { courseMap } from "../scripts/engine/syllabus.ts";
+import { KIT, runScript, tempDir } from "./helpers.ts";
+
+const LESSONS = path.join(KIT, "lessons");
+const work = tempDir("book");
+const out = path.join(work.dir, "book");
+let chapters: Chapter[];
+let history: CourseHistory;
+let pages: Map<string, string>;
+
+/** 像浏览器那样解码 HTML 里的字符引用（模板只用 &#NN; 和 &amp; 几种）。 */
+function decode(text: string): string {
+  return text
+    .replace(/&#(\d+);/g, (_, code: string) => String.fromCharCode(Number(code)))
+    .replace(/&quot;/g, '"')
+    .replace(/&lt;/g, "<")
+    .replace(/&gt;/g, ">")
+    .replace(/&amp;/g, "&");
+}
+
+function idsOf(html: string): Set<string> {
+  return new Set([...html.matchAll(/\sid="([^"]+)"/g)].map((match) => decode(match[1]!)));
+}
+
+before(async () => {
+  chapters = loadChapters(LESSONS);
+  history = await ensureHistory(KIT, chapters);
+  // 用真正的命令入口生成一次，整份测试共用
+  const built = await runScript("book", ["--out", out]);
+  assert.equal(built.code, 0, built.stderr);
+  assert.match(built.stdout, /书已生成：.*index\.html（\d+ 页/);
+  pages = new Map(readdirSync(out).filter((name) => name.endsWith(".html")).map((name) => [name, readFileSync(path.join(out, name), "utf8")]));
+});
+
+after(() => work.remove());
+
+describe("npm run book 生成的书", () => {
+  test("每一章都有一页，不多不少；页面标题就是课文的一级标题", () => {
+    const lessonDirs = readdirSync(LESSONS).filter((name) => /^\d{2}-/.test(name) && existsSync(path.join(LESSONS, name, "lesson.md")));
+    assert.deepEqual(
+      [...pages.keys()].sort(),
+      ["index.html", ...lessonDirs.map((name) => `${name}.html`)].sort(),
+    );
+    for (const chapter of chapters) {
+      const html = pages.get(`${chapter.dirName}.html`)!;
+      const h1 = /^# (.+)$/m.exec(readFileSync(chapter.lessonPath, "utf8"))![1]!;
+      assert.ok(decode(html).includes(`<h1>${h1.replace(/`([^`]+)`/g, "<code>$1</code>")}</h1>`), `${chapter.dirName} 的一级标题`);
+    }
+  });
+
+  test("没有漏掉课文：每个二级、三级标题都在页面上，带锚点并列在本章目录里", () => {
+    for (const chapter of chapters) {
+      const html = pages.get(`${chapter.dirName}.html`)!;
+      const toc = html.slice(html.indexOf('<nav class="toc"'));
+      const headings = [...readFileSync(chapter.lessonPath, "utf8").replace(/```[\s\S]*?```/g, "").matchAll(/^#{2,3} (.+)$/gm)].map((m) => m[1]!);
+      assert.ok(headings.length > 5, chapter.dirName);
+      for (const heading of headings) {
+        const text = decode(heading.replace(/`/g, ""));
+        assert.ok(decode(html.replace(/<[^>]+>/g, "")).includes(text), `${chapter.dirName}：正文里缺少「${text}」`);
+        assert.ok(decode(toc.replace(/<[^>]+>/g, "")).includes(text), `${chapter.dirName}：目录里缺少「${text}」`);
+      }
+    }
+  });
+
+  test("每个站内链接都指向存在的页面和锚点；脚本与样式都在书里，不连外网", () => {
+    let checked = 0;
+    for (const [name, html] of pages) {
+      for (const match of html.matchAll(/\s(href|src)="([^"]*)"/g)) {
+        const target = decode(match[2]!);
+        if (/^https?:/.test(target)) {
+          assert.ok(match[1] === "href" && !/<(script|link)[^>]*$/.test(html.slice(0, match.index)), `${name}：外链的脚本或样式 ${target}`);
+          continue;
+        }
+        const [file = "", fragment] = target.split("#");
+        const page = file === "" ? name : file;
+        assert.ok(existsSync(path.join(out, page)), `${name}：链接 ${target} 指向不存在的文件`);
+        if (fragment) {
+          const ids = idsOf(pages.get(page) ?? "");
+          assert.ok(ids.has(decodeURIComponent(fragment)), `${name}：链接 ${target} 的锚点不存在`);
+        }
+        checked++;
+      }
+    }
+    assert.ok(checked > 200, `只检查了 ${checked} 个链接`);
+    for (const asset of ["book.css", "book.js", "code-light.css", "code-dark.css", "mermaid.min.js"]) {
+      assert.ok(existsSync(path.join(out, "assets", asset)), asset);
+    }
+    const own = readFileSync(path.join(out, "assets", "book.css"), "utf8") + readFileSync(path.join(out, "assets", "book.js"), "utf8");
+    assert.doesNotMatch(own, /https?:\/\/|@import|url\(/);
+  });
+
+  test("每个代码块都在构建时高亮；Mermaid 图一个不少，交给随书的 mermaid", () => {
+    for (const chapter of chapters) {
+      const html = pages.get(`${chapter.dirName}.html`)!;
+      const source = readFileSync(chapter.lessonPath, "utf8");
+      const fences = [...source.matchAll(/^```(\S*)$/gm)].map((m) => m[1]!).filter((_, index) => index % 2 === 0);
+      const diagrams = fences.filter((lang) => lang === "mermaid").length;
+      const pres = [...html.matchAll(/<pre[^>]*>(<code[^>]*>)?/g)];
+      const highlighted = pres.filter((m) => /^<code class="hljs language-(ts|json|bash|diff|text)">$/.test(m[1] ?? ""));
+      const mermaid = pres.filter((m) => m[0] === '<pre class="mermaid">');
+      assert.equal(highlighted.length + mermaid.length, pres.length, `${chapter.dirName}：有没高亮的 <pre>`);
+      assert.equal(mermaid.length, diagrams, chapter.dirName);
+      // 课文的代码块 + 卡片里的命令（每个实践一块、开头一块）+ 每个实践的局部代码提示
+      assert.equal(highlighted.length, fences.length - diagrams + chapter.labs.length + 1 + chapter.labs.length, chapter.dirName);
+      // 真的上了色：带关键字的 TypeScript 块里有高亮的 span
+      for (const block of html.matchAll(/<code class="hljs language-ts">([\s\S]*?)<\/code>/g)) {
+        if (/\b(const|let|function|return|import|export|interface|type|class|await)\b/.test(block[1]!.replace(/<[^>]+>/g, ""))) {
+          assert.match(block[1]!, /class="hljs-(keyword|attr|string|title)/, `${chapter.dirName}：TypeScript 块没有高亮`);
+        }
+      }
+      assert.equal(html.includes("assets/mermaid.min.js"), diagrams > 0, chapter.dirName);
+    }
+  });
+
+  test("章节卡片来自真实的课程历史与 chapter.json：起点、目标、聚焦测试、第一次红灯、实践的命令与预期", () => {
+    for (const chapter of chapters) {
+      const html = decode(pages.get(`${chapter.dirName}.html`)!.replace(/<(?!\/?code)[^>]+>/g, ""));
+      const commits = history.chapters[chapter.id]!;
+      for (const commit of [commits.parent, commits.target, ...Object.values(commits.steps)]) assert.ok(html.includes(shortHash(commit)), chapter.dirName);
+      assert.ok(html.includes(`${chapter.focusedTest.path}</code>（${chapter.focusedTest.count} 项）`), chapter.dirName);
+      assert.ok(html.includes(chapter.firstRed.summary), chapter.dirName);
+      for (const lab of chapter.labs) {
+        for (const run of lab.runs) {
+          assert.ok(html.replace(/<\/?code>/g, "").includes(`${BUILD_COMMAND} && ${runCommand(chapter, run)}`), `${chapter.dirName} 实践 ${lab.id}`);
+          assert.ok(html.includes(expectation(run)), chapter.dirName);
+        }
+      }
+      assert.ok(html.includes(`npm run practice -- ${chapter.id}`), chapter.dirName);
+    }
+  });
+
+  test("提示梯子：每个实践四级，嵌套折叠，下一级藏在上一级里面，所以一次只能打开一级", () => {
+    for (const chapter of chapters) {
+      const html = pages.get(`${chapter.dirName}.html`)!;
+      const ladders = [...html.matchAll(/<section class="ladder"[\s\S]*?<\/section>/g)].map((m) => m[0]);
+      assert.equal(ladders.length, chapter.labs.length, chapter.dirName);
+      chapter.labs.forEach((lab, index) => {
+        const ladder = ladders[index]!;
+        assert.ok(ladder.includes(`实践 ${lab.id} 的提示梯子`));
+        const order = [...ladder.matchAll(/<details class="hint" data-level="(\d)">|<\/details>/g)].map((m) => m[1] ?? "/");
+        assert.deepEqual(order, ["1", "2", "3", "4", "/", "/", "/", "/"], `${chapter.dirName} 实践 ${lab.id}`);
+        assert.doesNotMatch(ladder, /<details[^>]* open/);
+        // 梯子放在这个实践的一节里：在它的标题之后、下一个二级标题之前
+        const at = html.indexOf(ladder);
+        const heading = html.lastIndexOf("<h2", at);
+        assert.match(html.slice(heading, heading + 200), new RegExp(`实践 ${lab.id.replace(".", "\\.")} `));
+      });
+    }
+  });
+
+  test("翻页：封面 → 第 00 章 → … → 最后一章，每一页的上一页 / 下一页首尾相接", () => {
+    const order = ["index.html", ...chapters.map((chapter) => `${chapter.dirName}.html`)];
+    order.forEach((name, index) => {
+      const html = pages.get(name)!;
+      const next = /<a class="next" rel="next" href="([^"]+)"/.exec(html)?.[1];
+      const prev = /<a class="prev" rel="prev" href="([^"]+)"/.exec(html)?.[1];
+      assert.equal(next, order[index + 1], `${name} 的下一页`);
+      assert.equal(prev, order[index - 1], `${name} 的上一页`);
+    });
+  });
+
+  test("发布版是干净的：不读进度、不点亮任何一章、不带本地预览的刷新脚本", () => {
+    for (const [name, html] of pages) {
+      assert.doesNotMatch(html, /class="lit|已点亮|data-live/, name);
+      assert.match(html, /<html lang="zh-CN">/);
+    }
+  });
+});
+
+describe("课程地图按进度点亮（本地预览）", () => {
+  test("verify 过的章节点亮，课程更新后的旧记录单独标出，下一章指向第一章没点亮的", () => {
+    const targets = Object.fromEntries(Object.entries(history.chapters).map(([id, commits]) => [id, commits.target]));
+    const progress = emptyProgress();
+    progress.verified["00"] = { target: targets["00"]!, verifiedAt: "2026-11-30T10:00:00Z", dir: "/tmp/p00" };
+    progress.verified["01"] = { target: "0".repeat(40), verifiedAt: "2026-11-30T11:00:00Z", dir: "/tmp/p01" };
+    const map = courseMap(chapters, progress, targets);
+    const sidebar = sidebarHtml({ map, personal: true });
+    assert.match(sidebar, /已点亮 2\/\d+ 章/);
+    assert.match(sidebar, /<li class="lit"><span class="mark" aria-hidden="true">●<\/span><a href="00-prologue.html">/);
+    assert.match(sidebar, /<li class="lit-old"[^>]*>.*01-typescript-survival.html/);
+    assert.match(sidebar, /<li class="open" data-next="">.*02-event-stream.html/);
+    const cover = indexBody({ map, personal: true }, chapters[0]);
+    assert.match(cover, /继续：第 02 章/);
+    assert.match(cover, /已点亮 2\/\d+ 章/);
+
+    const plain = sidebarHtml({ map, personal: false });
+    assert.doesNotMatch(plain, /lit|已点亮|data-next/);
+  });
+});
+
+describe("课文渲染", () => {
+  test("指向别章课文的相对链接改成书里的页面；未知语言的代码块给出指明课文的一句中文错误", () => {
+    const md = createMarkdown();
+    const rendered = renderLesson(md, "# 标题\n\n见[第 04 章](../04-scripted-model/lesson.md#小结)。\n", { where: "lessons/x/lesson.md" });
+    assert.match(rendered.html, new RegExp(`href="04-scripted-model.html#${encodeURIComponent("小结")}"`));
+    assert.equal(rendered.title, "标题");
+    assert.throws(
+      () => renderLesson(md, "# 标题\n\n```python\nprint(1)\n```\n", { where: "lessons/x/lesson.md" }),
+      (error) => isCourseError(error) && /lessons\/x\/lesson\.md：代码块语言 python 没有高亮支持/.test(error.message),
+    );
+  });
+
+  test("输出目录里有别的文件时拒绝重建，一个文件也不删", async () => {
+    const busy = path.join(work.dir, "busy");
+    mkdirSync(busy);
+    writeFileSync(path.join(busy, "notes.txt"), "我的笔记");
+    await assert.rejects(buildBook({ kitRoot: KIT, lessonsDir: LESSONS, outDir: busy }), (error) => isCourseError(error) && error.code === "BOOK_OUT_DIR");
+    assert.equal(readFileSync(path.join(busy, "notes.txt"), "utf8"), "我的笔记");
+    assert.deepEqual(readdirSync(busy), ["notes.txt"]);
+  });
+
+  test("--port 只和 --serve 一起用；多余的参数是用法错误（退出码 2）", async () => {
+    const port = await runScript("book", ["--port", "4000"]);
+    assert.equal(port.code, 2);
+    assert.match(port.stderr, /--port 只和 --serve 一起使用/);
+  });
+});
