@@ -28,8 +28,6 @@ interface LayoutInput {
   next?: PageLink;
   /** 本地预览：页面脚本连上服务器，课文一改就刷新。 */
   live: boolean;
-  /** 本页有 Mermaid 图：先加载随书附带的 mermaid。 */
-  mermaid: boolean;
 }
 
 export function layout(input: LayoutInput): string {
@@ -43,6 +41,7 @@ export function layout(input: LayoutInput): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
 <title>${escapeHtml(input.title)} · ${BOOK_TITLE}</title>
+<link rel="icon" href="assets/icon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="assets/book.css">
 <link rel="stylesheet" href="assets/code-light.css" media="not all and (prefers-color-scheme: dark)">
 <link rel="stylesheet" href="assets/code-dark.css" media="(prefers-color-scheme: dark)">
@@ -62,7 +61,7 @@ ${pager(input.prev, input.next)}
 ${input.toc ?? ""}
 </div>
 <footer class="footer"><p>课文来自 <code>lessons/</code>，代码来自课程历史 <code>${COURSE_BRANCH}</code>。键盘：← 上一章 · → 下一章</p></footer>
-${input.mermaid ? '<script src="assets/mermaid.min.js" defer></script>\n' : ""}<script src="assets/book.js" defer></script>
+<script src="assets/book.js" defer></script>
 </body>
 </html>
 `;

@@ -100,7 +100,6 @@ ${lesson.html}${orphanHtml}
         prev: previous ? { href: pageFile(previous), label: `第 ${previous.id} 章 · ${previous.title}` } : cover,
         ...(following ? { next: { href: pageFile(following), label: `第 ${following.id} 章 · ${following.title}` } } : {}),
         live,
-        mermaid: lesson.diagrams > 0,
       }),
     );
     pages.push({ file: pageFile(chapter), title: lesson.title, chapter });
@@ -115,7 +114,6 @@ ${lesson.html}${orphanHtml}
       sidebar: sidebarHtml({ map, personal }),
       ...(first ? { next: { href: pageFile(first), label: `第 ${first.id} 章 · ${first.title}` } } : {}),
       live,
-      mermaid: false,
     }),
   );
   pages.unshift({ file: "index.html", title: "封面与课程地图" });

@@ -87,14 +87,37 @@
     }
   }
 
-  // Mermaid 图：用随书附带的库画成 SVG，配色跟随系统主题
+  // Mermaid 图：图快要滚进视野时才加载随书附带的 mermaid（3 MB），画成 SVG，配色跟随系统主题
   const diagrams = document.querySelectorAll("pre.mermaid");
-  if (diagrams.length > 0 && window.mermaid) {
-    const dark = window.matchMedia("(prefers-color-scheme: dark)").matches;
-    window.mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: dark ? "dark" : "default", fontFamily: getComputedStyle(document.body).fontFamily });
-    window.mermaid.run({ nodes: diagrams }).catch((error) => {
-      status.textContent = `图没能画出来，显示的是它的源文字：${error.message}`;
+  let mermaidLoading = false;
+  function drawDiagrams() {
+    if (mermaidLoading) return;
+    mermaidLoading = true;
+    const script = document.createElement("script");
+    script.src = "assets/mermaid.min.js";
+    script.addEventListener("load", () => {
+      const dark = window.matchMedia("(prefers-color-scheme: dark)").matches;
+      window.mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: dark ? "dark" : "default", fontFamily: getComputedStyle(document.body).fontFamily });
+      window.mermaid.run({ nodes: diagrams }).catch((error) => {
+        status.textContent = `图没能画出来，显示的是它的源文字：${error.message}`;
+      });
     });
+    document.head.append(script);
+  }
+  if (diagrams.length > 0) {
+    if ("IntersectionObserver" in window) {
+      const watcher = new IntersectionObserver(
+        (entries) => {
+          if (!entries.some((entry) => entry.isIntersecting)) return;
+          watcher.disconnect();
+          drawDiagrams();
+        },
+        { rootMargin: "600px 0px" },
+      );
+      for (const diagram of diagrams) watcher.observe(diagram);
+    } else {
+      drawDiagrams();
+    }
   }
 
   // 本地预览：课文或进度一变，服务器通知页面刷新

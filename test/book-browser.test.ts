@@ -1,0 +1,189 @@
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { after, before, test } from "node:test";
+
+import { chromium, type BrowserContext, type Page } from "playwright-core";
+
+import { loadChapters, type Chapter } from "../scripts/engine/chapters.ts";
+import { ensureHistory } from "../scripts/engine/history.ts";
+import { COURSE_BRANCH } from "../scripts/engine/paths.ts";
+import { cloneKit, git, KIT, TSX, tempDir } from "./helpers.ts";
+
+/**
+ * 在真正的浏览器里读书：Debian 的 Chromium（无头）+ playwright-core。
+ * 服务器是一份新克隆里的 npm run book -- --serve，和学习者第一次用时一样。
+ */
+const CHROMIUM = "/usr/bin/chromium";
+const SKIP = existsSync(CHROMIUM) ? false : `没有找到 ${CHROMIUM}，跳过浏览器测试（Debian / Ubuntu 上可以用 sudo apt-get install chromium 安装）`;
+const SCREENSHOTS = path.join(KIT, ".book", "screenshots");
+
+const work = tempDir("book-browser");
+let kit: string;
+let chapters: Chapter[];
+let server: ChildProcess | undefined;
+let url: string;
+let context: BrowserContext | undefined;
+const problems: string[] = [];
+
+/** 启动预览，等它在输出里报出地址。 */
+function startServer(env: NodeJS.ProcessEnv): Promise<string> {
+  const child = spawn(process.execPath, ["--import", TSX, path.join(kit, "scripts", "book.ts"), "--serve", "--port", "0"], {
+    cwd: kit,
+    env: { ...process.env, NO_COLOR: "1", INIT_CWD: kit, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  server = child;
+  return new Promise((resolve, reject) => {
+    let output = "";
+    const timer = setTimeout(() => reject(new Error(`预览没有在 30 秒内启动：${output}`)), 30_000);
+    const collect = (chunk: Buffer) => {
+      output += chunk.toString("utf8");
+      const match = /本地预览：(http:\/\/127\.0\.0\.1:\d+\/)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    };
+    child.stdout!.on("data", collect);
+    child.stderr!.on("data", collect);
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`预览提前退出（${code}）：${output}`));
+    });
+  });
+}
+
+/**
+ * 新克隆里还没有课程分支：从套件取来同样的提交和缓存（哈希是确定的），
+ * 省掉预览启动时重建整段历史的几秒。课文若与缓存对不上，预览照常重建。
+ */
+async function primeHistory(clone: string): Promise<void> {
+  await git(clone, "fetch", "--quiet", KIT, `+refs/heads/${COURSE_BRANCH}:refs/heads/${COURSE_BRANCH}`);
+  const cache = path.join(KIT, ".git", "pi-course", "history.json");
+  mkdirSync(path.join(clone, ".git", "pi-course"), { recursive: true });
+  copyFileSync(cache, path.join(clone, ".git", "pi-course", "history.json"));
+}
+
+function watchProblems(page: Page): void {
+  page.on("console", (message) => {
+    if (message.type() === "error") problems.push(`控制台错误：${message.text()}（${page.url()}）`);
+  });
+  page.on("pageerror", (error) => problems.push(`页面异常：${error.message}（${page.url()}）`));
+  page.on("requestfailed", (request) => {
+    // 翻页时正在进行的刷新通知连接被浏览器中断，不算失败
+    if (!request.url().endsWith("/__book/events")) problems.push(`请求失败：${request.url()}`);
+  });
+  page.on("response", (response) => {
+    if (response.status() >= 400) problems.push(`HTTP ${response.status()}：${response.url()}`);
+  });
+}
+
+async function brokenImages(page: Page): Promise<string[]> {
+  return page.evaluate(() => [...document.images].filter((image) => !image.complete || image.naturalWidth === 0).map((image) => image.src));
+}
+
+before(async () => {
+  if (SKIP) return;
+  kit = await cloneKit(work.dir);
+  chapters = loadChapters(path.join(kit, "lessons"));
+  const history = await ensureHistory(KIT, chapters);
+  // 学习者已经点亮了第 00 章：地图应当据此点亮，下一章是 01
+  const progressFile = path.join(work.dir, "progress.json");
+  writeFileSync(
+    progressFile,
+    JSON.stringify({ version: 1, verified: { "00": { target: history.chapters["00"]!.target, verifiedAt: "2026-11-30T10:00:00Z", dir: work.dir } }, hints: {}, practiceDirs: {} }),
+  );
+  await primeHistory(kit);
+  url = await startServer({ PI_COURSE_PROGRESS: progressFile });
+  context = await chromium.launchPersistentContext(path.join(work.dir, "chromium-profile"), {
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    viewport: { width: 1440, height: 1000 },
+  });
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(url).origin });
+});
+
+after(async () => {
+  await context?.close();
+  if (server && server.exitCode === null) {
+    const exited = new Promise((resolve) => server!.once("exit", resolve));
+    server.kill("SIGTERM");
+    await exited;
+  }
+  work.remove();
+});
+
+test("在 Chromium 里读书：地图按进度点亮，逐章翻到底再翻回来，打开一级提示，复制一条命令，课文一改页面就刷新", { skip: SKIP, timeout: 120_000 }, async () => {
+  const page = context!.pages()[0] ?? (await context!.newPage());
+  watchProblems(page);
+
+  await page.goto(url);
+  assert.equal(await page.locator("h1").textContent(), "build-your-own-pi");
+  assert.equal(await page.locator('.sidebar li.lit a[href="00-prologue.html"]').count(), 1, "第 00 章应当点亮");
+  assert.match((await page.locator("a.start").textContent()) ?? "", /继续：第 01 章/);
+
+  // 从封面一路「下一页」到最后一章
+  await page.locator('.pager a[rel="next"]').click();
+  for (const [index, chapter] of chapters.entries()) {
+    await page.waitForURL(new RegExp(`${chapter.dirName}\\.html$`), { waitUntil: "domcontentloaded" });
+    assert.match((await page.locator("article h1").textContent()) ?? "", new RegExp(`^第 ${chapter.id} 章`));
+    assert.equal(await page.locator(`.sidebar a[aria-current="page"]`).getAttribute("href"), `${chapter.dirName}.html`);
+    assert.deepEqual(await brokenImages(page), [], chapter.dirName);
+    if (index < chapters.length - 1) await page.locator('.pager a[rel="next"]').click();
+  }
+  assert.equal(await page.locator('.pager a[rel="next"]').count(), 0, "最后一章没有下一页");
+
+  // 再一路「上一页」回到第 00 章，最后一步用键盘 ←
+  for (const chapter of [...chapters].reverse().slice(1)) {
+    await page.locator('.pager a[rel="prev"]').click();
+    await page.waitForURL(new RegExp(`${chapter.dirName}\\.html$`), { waitUntil: "domcontentloaded" });
+  }
+  await page.locator("main").focus();
+  await page.keyboard.press("ArrowLeft");
+  await page.waitForURL(/index\.html$/);
+
+  // 第 03 章：提示梯子一次只开一级
+  await page.goto(`${url}03-message-ir.html`);
+  const ladder = page.locator("section.ladder").first();
+  const level = (n: number) => ladder.locator(`details.hint[data-level="${n}"] > summary`);
+  assert.equal(await level(1).isVisible(), true);
+  assert.equal(await level(2).isVisible(), false, "没打开第 1 级时看不到第 2 级");
+  await level(1).click();
+  assert.equal(await level(2).isVisible(), true);
+  assert.equal(await level(3).isVisible(), false, "第 3 级要等第 2 级打开");
+
+  // 每条命令都有复制按钮；点一下，剪贴板里就是这条命令
+  const commandLines = await page.locator(".line.command").count();
+  assert.ok(commandLines > 5);
+  assert.equal(await page.locator(".line.command button.copy").count(), commandLines);
+  const button = page.locator("button.copy").first();
+  const command = await button.getAttribute("data-command");
+  assert.match(command ?? "", /^npm run build -w @pi\/course && node --test /);
+  await button.click();
+  await page.waitForFunction(() => document.querySelector("button.copy")?.textContent === "已复制");
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), command);
+
+  // 截图给人看：浅色的第 00 章、第 03 章，深色的第 03 章
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(SCREENSHOTS, "03-message-ir.png") });
+  await page.emulateMedia({ colorScheme: "dark" });
+  await page.goto(`${url}03-message-ir.html#${encodeURIComponent("实践-3.1")}`);
+  await page.screenshot({ path: path.join(SCREENSHOTS, "03-message-ir-dark.png") });
+  await page.emulateMedia({ colorScheme: "light" });
+  await page.goto(`${url}00-prologue.html`);
+  // Mermaid 图快滚到眼前时才加载并画成 SVG
+  await page.locator("pre.mermaid").first().scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => [...document.querySelectorAll("pre.mermaid")].every((pre) => pre.querySelector("svg")));
+  await page.screenshot({ path: path.join(SCREENSHOTS, "00-prologue.png") });
+
+  // 课文一改，打开着的页面自己刷新
+  const marker = "这一句是浏览器测试临时加上的。";
+  const reloaded = page.waitForEvent("load", { timeout: 20_000 });
+  appendFileSync(path.join(kit, "lessons", "00-prologue", "lesson.md"), `\n${marker}\n`);
+  await reloaded;
+  assert.ok(((await page.locator("article").textContent()) ?? "").includes(marker));
+
+  assert.deepEqual(problems, []);
+});
