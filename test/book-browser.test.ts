@@ -72,8 +72,9 @@ function watchProblems(page: Page): void {
   });
   page.on("pageerror", (error) => problems.push(`页面异常：${error.message}（${page.url()}）`));
   page.on("requestfailed", (request) => {
-    // 翻页时正在进行的刷新通知连接被浏览器中断，不算失败
-    if (!request.url().endsWith("/__book/events")) problems.push(`请求失败：${request.url()}`);
+    // 翻页时还没下载完的请求（刷新通知的长连接、正在加载的 mermaid）被浏览器中止，不算失败
+    const reason = request.failure()?.errorText ?? "";
+    if (reason !== "net::ERR_ABORTED") problems.push(`请求失败：${request.url()}（${reason}）`);
   });
   page.on("response", (response) => {
     if (response.status() >= 400) problems.push(`HTTP ${response.status()}：${response.url()}`);
