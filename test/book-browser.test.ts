@@ -9,6 +9,7 @@ import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { loadChapters, type Chapter } from "../scripts/engine/chapters.ts";
 import { ensureHistory } from "../scripts/engine/history.ts";
 import { COURSE_BRANCH } from "../scripts/engine/paths.ts";
+import { emptyProgress } from "../scripts/engine/progress.ts";
 import { cloneKit, git, KIT, TSX, tempDir } from "./helpers.ts";
 
 /**
@@ -26,6 +27,9 @@ let server: ChildProcess | undefined;
 let url: string;
 let context: BrowserContext | undefined;
 const problems: string[] = [];
+const progressFile = path.join(work.dir, "progress.json");
+const progress = emptyProgress();
+let targets: Record<string, string> = {};
 
 /** 启动预览，等它在输出里报出地址。 */
 function startServer(env: NodeJS.ProcessEnv): Promise<string> {
@@ -91,11 +95,9 @@ before(async () => {
   chapters = loadChapters(path.join(kit, "lessons"));
   const history = await ensureHistory(KIT, chapters);
   // 学习者已经点亮了第 00 章：地图应当据此点亮，下一章是 01
-  const progressFile = path.join(work.dir, "progress.json");
-  writeFileSync(
-    progressFile,
-    JSON.stringify({ version: 1, verified: { "00": { target: history.chapters["00"]!.target, verifiedAt: "2026-11-30T10:00:00Z", dir: work.dir } }, hints: {}, practiceDirs: {} }),
-  );
+  targets = Object.fromEntries(Object.entries(history.chapters).map(([id, commits]) => [id, commits.target]));
+  progress.verified["00"] = { target: targets["00"]!, verifiedAt: "2026-11-30T10:00:00Z", dir: work.dir };
+  writeFileSync(progressFile, JSON.stringify(progress));
   await primeHistory(kit);
   url = await startServer({ PI_COURSE_PROGRESS: progressFile });
   context = await chromium.launchPersistentContext(path.join(work.dir, "chromium-profile"), {
@@ -116,7 +118,7 @@ after(async () => {
   work.remove();
 });
 
-test("在 Chromium 里读书：地图按进度点亮，逐章翻到底再翻回来，打开一级提示，复制一条命令，课文一改页面就刷新", { skip: SKIP, timeout: 120_000 }, async () => {
+test("在 Chromium 里读书：地图按进度点亮，逐章翻到底再翻回来，打开一级提示，复制一条命令，课文或进度一改页面就刷新", { skip: SKIP, timeout: 120_000 }, async () => {
   const page = context!.pages()[0] ?? (await context!.newPage());
   watchProblems(page);
 
@@ -168,6 +170,7 @@ test("在 Chromium 里读书：地图按进度点亮，逐章翻到底再翻回�
 
   // 截图给人看：浅色的第 00 章、第 03 章，深色的第 03 章
   mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: path.join(SCREENSHOTS, "03-message-ir.png") });
   await page.emulateMedia({ colorScheme: "dark" });
   await page.goto(`${url}03-message-ir.html#${encodeURIComponent("实践-3.1")}`);
@@ -185,6 +188,13 @@ test("在 Chromium 里读书：地图按进度点亮，逐章翻到底再翻回�
   appendFileSync(path.join(kit, "lessons", "00-prologue", "lesson.md"), `\n${marker}\n`);
   await reloaded;
   assert.ok(((await page.locator("article").textContent()) ?? "").includes(marker));
+
+  // verify 点亮了第 01 章（进度文件变了）：地图跟着刷新
+  const relit = page.waitForEvent("load", { timeout: 20_000 });
+  progress.verified["01"] = { target: targets["01"]!, verifiedAt: "2026-11-30T11:00:00Z", dir: work.dir };
+  writeFileSync(progressFile, JSON.stringify(progress));
+  await relit;
+  assert.equal(await page.locator('.sidebar li.lit a[href="01-typescript-survival.html"]').count(), 1, "第 01 章应当点亮");
 
   assert.deepEqual(problems, []);
 });
