@@ -118,7 +118,7 @@ after(async () => {
   work.remove();
 });
 
-test("在 Chromium 里读书：地图按进度点亮，逐章翻到底再翻回来，打开一级提示，复制一条命令，课文或进度一改页面就刷新", { skip: SKIP, timeout: 120_000 }, async () => {
+test("在 Chromium 里读书：地图按进度点亮，逐章翻到底再翻回来，打开一级提示，复制一条命令，课文或进度一改页面就刷新", { skip: SKIP, timeout: 300_000 }, async () => {
   const page = context!.pages()[0] ?? (await context!.newPage());
   watchProblems(page);
 
