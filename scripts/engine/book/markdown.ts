@@ -19,8 +19,6 @@ export interface RenderedLesson {
   /** 一级标题之后的正文 HTML。 */
   html: string;
   toc: TocEntry[];
-  /** 课文里出现的 ```mermaid 图数量。 */
-  diagrams: number;
 }
 
 export interface LessonContext {
@@ -115,7 +113,6 @@ export function renderLesson(md: MarkdownIt, source: string, context: LessonCont
   const toc: TocEntry[] = [];
   const used = new Set<string>();
   let title = "";
-  let diagrams = 0;
   let openLab: string | undefined;
   const out: Token[] = [];
   // markdown-it 只把 Token 类挂在解析状态上，没有单独导出它
@@ -153,14 +150,13 @@ export function renderLesson(md: MarkdownIt, source: string, context: LessonCont
       token.attrSet("id", id);
       if (level === 2 || level === 3) toc.push({ level, id, text: plainText(tokens[index + 1]) });
     }
-    if (token.type === "fence" && token.info.trim() === "mermaid") diagrams++;
     if (token.type === "inline") rewriteLinks(token);
     out.push(token);
   }
   closeLab();
   if (title === "") throw new CourseError("BOOK_LESSON", `${context.where}：缺少一级标题`);
 
-  return { title, html: md.renderer.render(out, md.options, { where: context.where }), toc, diagrams };
+  return { title, html: md.renderer.render(out, md.options, { where: context.where }), toc };
 }
 
 function plainText(inline: Token | undefined): string {
