@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { test } from "node:test";
 
 import { LINES, suitePassed, summaryCounts } from "../scripts/ci/node-lines.ts";
@@ -25,4 +26,10 @@ test("钉死的版本：每条线一个确切版本和 sha512 完整性哈希，
     assert.equal(pin.version.split(".")[0], pin.line);
     assert.match(pin.integrity, /^sha512-[A-Za-z0-9+/]{86}==$/);
   }
+});
+
+test("按名字启动的 node（npm、测试里的 npm 命令都用它）与正在运行测试的是同一个版本，自检不会悄悄换成别的 Node", () => {
+  const onPath = spawnSync("node", ["--version"], { encoding: "utf8" });
+  assert.equal(onPath.status, 0, onPath.stderr);
+  assert.equal(onPath.stdout.trim(), process.version, "用 PATH 最前面的 node 运行 npm test（CI 由 scripts/ci/node-lines.ts 设置 PATH）");
 });
