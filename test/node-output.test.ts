@@ -1,14 +1,15 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { buildProject } from "../scripts/engine/runner.ts";
 import { spawnProcess, tempDir } from "./helpers.ts";
-import { practice, solveTo } from "./learner.ts";
+import { card, practice, solveTo } from "./learner.ts";
 
 /**
- * 课文（第 00、03 章）描述的 node --test 原始输出，在运行这份测试的 Node 版本上逐条成立。
+ * 课文（第 00、02、03 章）描述的 node --test 原始输出，在运行这份测试的 Node 版本上逐条成立。
  * CI 用 scripts/ci/node-lines.mjs 在 Node 20、22、24、26 上各跑一次，所以每条版本线的说法都被检查到。
  * 子进程一律用 process.execPath：检查的正是正在受测的那个 Node。
  */
@@ -92,5 +93,48 @@ describe(`node --test 的原始输出与课文的描述一致（Node ${process.v
     assert.match(out, major === 20 ? /^ℹ tests 4$/m : /^ℹ tests 1$/m);
     if (major === 20) assert.match(out, /# test name does not match pattern$/m);
     else assert.doesNotMatch(out, /does not match pattern/);
+  });
+});
+
+/**
+ * 第 02 章实践 2.1 做完、2.2 没做（照 2.1 的局部代码提示写出 push 与迭代器，end()、result() 先抛错）：
+ * 整份文件的结果，课文按版本线写明。
+ */
+describe(`第 02 章实践 2.1 之后跑整份文件（Node ${process.versions.node}）`, () => {
+  const dir02 = path.join(work.dir, "pi-practice-02");
+  const focused02 = "packages/pi-course/dist/test/02-event-stream.test.js";
+
+  before(async () => {
+    await practice("02", dir02, path.join(work.dir, "progress.json"));
+    const hint = (await card("02")).labs.find((lab) => lab.id === "2.1")?.hints.code;
+    assert.ok(hint, "实践 2.1 的局部代码提示");
+    const source = [
+      "export class EventStream<T, R = T> implements AsyncIterable<T> {",
+      "  private buffered: T[] = [];",
+      "  private waiters: Array<(step: IteratorResult<T>) => void> = [];",
+      "  constructor(readonly isComplete: (event: T) => boolean, readonly extractResult: (event: T) => R) {}",
+      hint,
+      '  end(_result?: R): void { throw new Error("实践 2.1 尚未实现"); }',
+      '  result(): Promise<R> { throw new Error("实践 2.1 尚未实现"); }',
+      "}",
+    ].join("\n");
+    writeFileSync(path.join(dir02, "packages/pi-course/src/event-stream.ts"), source);
+    const build = await buildProject(dir02);
+    assert.ok(build.ok, build.output);
+  });
+
+  test("只有前 3 项通过；Node 20、22 取消第 5、6 项，Node 24 起第 5 项超时、第 6 项照常运行并失败", async () => {
+    const { stdout: out } = await spawnProcess(process.execPath, ["--test", focused02], { cwd: dir02, env: learnerEnv() });
+    const p = pipedPrefix();
+    assert.match(out, new RegExp(`^${p} pass 3$`, "m"));
+    assert.match(out, /实践 2\.1 尚未实现/);
+    if (major < 24) {
+      assert.match(out, /^# fail 1$/m);
+      assert.match(out, /^# cancelled 2$/m);
+    } else {
+      assert.match(out, /^ℹ fail 2$/m);
+      assert.match(out, /^ℹ cancelled 1$/m);
+      assert.match(out, /test timed out after 1000ms/);
+    }
   });
 });
