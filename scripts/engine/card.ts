@@ -103,7 +103,7 @@ export function renderPracticeGuide(chapter: Chapter, history: CourseHistory): s
     "```",
     "",
     "两条命令用 && 连起来：build 失败时不再运行测试，免得测到 dist 里上一次编译留下的旧代码。",
-    "读结果时看末尾的 `# tests`、`# pass`、`# fail`；带 --test-name-pattern 时，没被选中的测试记作 `# skipped`，不算进期望计数。",
+    "读结果时看末尾汇总里的 tests、pass、fail（终端里以 ℹ 开头；Node 20、22 接进管道时以 # 开头）；带 --test-name-pattern 时，没被选中的测试不算进期望计数（Node 20 把它们列为 skipped，Node 22 起不列出）。",
     "",
     ...describeFirstRed(chapter.firstRed),
     "",

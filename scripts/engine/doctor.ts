@@ -32,23 +32,64 @@ function atLeast(version: string, minimum: [number, number]): boolean {
   return major > minimum[0] || (major === minimum[0] && minor >= minimum[1]);
 }
 
+/** CI（scripts/ci/node-lines.mjs）在这些版本线上运行整个 npm test；改动时两处一起改，有测试核对。 */
+export const TESTED_NODE_LINES = [20, 22, 24, 26] as const;
+
 /**
- * 课程需要 Node.js ≥ 20（package.json 的 engines）；20.12 起才有的只是锦上添花
- * （util.styleText 上色等），所以 20.0–20.11 只是提醒，不算不通过。
+ * Node.js 各版本线何时成为 LTS、何时停止维护（nodejs.org 公布的发布计划）。
+ * 奇数线从不成为 LTS。表里没有的线按“没有测试过”处理，不猜它的日期。
  */
-export function checkNode(version: string = process.versions.node): DoctorCheck {
+const NODE_LINES: Record<number, { lts?: string; endOfLife: string }> = {
+  20: { lts: "2023-10-24", endOfLife: "2026-04-30" },
+  21: { endOfLife: "2024-06-01" },
+  22: { lts: "2024-10-29", endOfLife: "2027-04-30" },
+  23: { endOfLife: "2025-06-01" },
+  24: { lts: "2025-10-28", endOfLife: "2028-04-30" },
+  25: { endOfLife: "2026-06-01" },
+  26: { lts: "2026-10-28", endOfLife: "2029-04-30" },
+};
+
+function testedLinesText(): string {
+  return `课程在 Node ${TESTED_NODE_LINES.join("、")} 上测试`;
+}
+
+/** 建议换到的 LTS 线：受测的、今天已是 LTS 且还在维护的线里最新的两条。 */
+function recommendedLines(today: string): string {
+  const lines = TESTED_NODE_LINES.filter((line) => {
+    const schedule = NODE_LINES[line];
+    return schedule?.lts !== undefined && schedule.lts <= today && today < schedule.endOfLife;
+  });
+  return lines.slice(-2).join(" 或 ");
+}
+
+/**
+ * 说出 Node.js 的版本线：是不是 LTS、是否已停止维护、课程是否在它上面测试过。
+ * 课程需要 Node.js ≥ 20（package.json 的 engines）。停止维护的线照常能学，只是提醒换线；
+ * 20.12 起才有的只是锦上添花（util.styleText 上色等），更早的 20.x 同样只是提醒。
+ */
+export function checkNode(version: string = process.versions.node, now: Date = new Date()): DoctorCheck {
   const title = "Node.js";
-  const recommended = RECOMMENDED_NODE.join(".");
-  if (atLeast(version, RECOMMENDED_NODE)) return { title, status: "ok", detail: `${version}（课程需要 ≥ 20，建议 ≥ ${recommended}）` };
-  if (atLeast(version, [20, 0])) {
-    return {
-      title,
-      status: "warn",
-      detail: `${version}：可以学习；彩色输出等少数便利要 ≥ ${recommended}，没有时命令照常工作、只是不上色`,
-      fix: `有空时升级到 Node.js ${recommended} 或更新（nvm install 20）`,
-    };
+  const today = now.toISOString().slice(0, 10);
+  const recommended = recommendedLines(today);
+  const major = Number.parseInt(version, 10);
+  if (!atLeast(version, [20, 0])) {
+    return { title, status: "fail", detail: `${version}：太旧，课程需要 Node.js ≥ 20；${testedLinesText()}`, fix: `安装 LTS 版本线 Node.js ${recommended}（https://nodejs.org/ 或 nvm install ${recommended.split(" ").at(-1)}）` };
   }
-  return { title, status: "fail", detail: `${version}：太旧，课程需要 Node.js ≥ 20`, fix: "安装 Node.js 20 LTS 或更新版本（https://nodejs.org/ 或 nvm install 20）" };
+  const schedule = NODE_LINES[major];
+  const tested = (TESTED_NODE_LINES as readonly number[]).includes(major);
+  const notes: string[] = [];
+  if (schedule && schedule.endOfLife <= today) notes.push(`${major} 号线已于 ${schedule.endOfLife} 停止维护，不再有安全更新`);
+  else if (schedule?.lts !== undefined && schedule.lts <= today) notes.push(`${major} 号线是 LTS，维护到 ${schedule.endOfLife}`);
+  else if (schedule?.lts !== undefined) notes.push(`${major} 号线要到 ${schedule.lts} 才成为 LTS`);
+  else if (schedule) notes.push(`${major} 号线不是 LTS`);
+  notes.push(tested ? testedLinesText() : `课程没有在 ${major} 号线上测试过，只在 Node ${TESTED_NODE_LINES.join("、")} 上测试`);
+  const oldTwenty = !atLeast(version, RECOMMENDED_NODE);
+  if (oldTwenty) notes.push(`彩色输出等少数便利要 ≥ ${RECOMMENDED_NODE.join(".")}，没有时命令照常工作、只是不上色`);
+  const endOfLife = schedule !== undefined && schedule.endOfLife <= today;
+  const isLts = schedule?.lts !== undefined && schedule.lts <= today && !endOfLife;
+  const detail = `${version}（${notes.join("；")}）`;
+  if (isLts && tested && !oldTwenty) return { title, status: "ok", detail };
+  return { title, status: "warn", detail: `${detail}：可以学习`, fix: `换到 LTS 版本线 Node.js ${recommended}（nvm install ${recommended.split(" ").at(-1)}）` };
 }
 
 export function checkGit(): Promise<DoctorCheck> {

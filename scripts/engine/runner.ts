@@ -97,11 +97,24 @@ const DRIVER = fileURLToPath(new URL("./test-driver.mjs", import.meta.url));
 /**
  * 用 node:test 的 run() 运行测试文件：在独立子进程里调用（见 test-driver.mjs），
  * 每个测试事件以一行 JSON 传回，不解析任何给人看的文本。
+ * 挂住的测试在各版本 Node 上的结果先由 settleHangs 统一，verify、watch、hint 的结论才不随版本变。
  */
-export function runTests(
+export async function runTests(
   files: readonly string[],
   options: { pattern?: string; timeoutMs?: number; signal?: AbortSignal } = {},
 ): Promise<TestReport> {
+  const tests = await settleHangs(await runOnce(files, options), (again, pattern) => runOnce(again, { ...options, pattern }));
+  const passed = tests.filter((test) => test.ok).length;
+  return { tests, passed, failed: tests.length - passed };
+}
+
+/** 驱动传回的一条记录：多带 node:test 的原始失败类型，只在 settleHangs 里用。 */
+export type DriverOutcome = TestOutcome & { failureType?: string };
+
+function runOnce(
+  files: readonly string[],
+  options: { pattern?: string; timeoutMs?: number; signal?: AbortSignal },
+): Promise<DriverOutcome[]> {
   const request = JSON.stringify({ files, pattern: options.pattern, timeoutMs: options.timeoutMs ?? 60_000 });
   const env = { ...process.env };
   delete env.NODE_TEST_CONTEXT; // 否则子进程里的 run() 会以为自己嵌套在另一个测试里
@@ -127,13 +140,60 @@ export function runTests(
       const records = stdout
         .split("\n")
         .filter((line) => line.trim() !== "")
-        .map((line) => JSON.parse(line) as TestOutcome & { skipped: boolean });
+        .map((line) => JSON.parse(line) as DriverOutcome & { skipped: boolean });
       // 被名称过滤跳过的测试没有运行，不计入选中数。
-      const tests = records.filter((record) => !record.skipped).map(({ skipped: _skipped, ...outcome }) => outcome);
-      const passed = tests.filter((test) => test.ok).length;
-      resolve({ tests, passed, failed: tests.length - passed });
+      resolve(records.filter((record) => !record.skipped).map(({ skipped: _skipped, ...outcome }) => outcome));
     });
   });
+}
+
+/** 一项测试挂住（等的 Promise 永远不兑现）时，不论哪个版本的 Node，verify 都给出这句话。 */
+export const HUNG_MESSAGE = "测试一直没有结束：它等待的 Promise 没有兑现（Node 20、22 在事件循环变空时取消它，Node 24 起等到时限到了才取消）。";
+
+const EVENT_LOOP_DRAINED = "Promise resolution is still pending but the event loop has already resolved";
+const TIMED_OUT = /^test timed out after \d+ms$/;
+
+/**
+ * 统一挂住的测试。同一个文件里一项测试挂住时，Node 20、22 等到事件循环空了就把它和其后所有
+ * 还没开始的测试都记为 cancelled；Node 24 起让它超时，其余照常运行。这里把挂住的那项
+ * 改写成同一句 HUNG_MESSAGE，把没开始的那些按名字单独再跑一次，结果在每个版本上相同。
+ */
+export async function settleHangs(
+  first: readonly DriverOutcome[],
+  rerun: (files: string[], pattern: string) => Promise<DriverOutcome[]>,
+): Promise<TestOutcome[]> {
+  let outcomes = classifyHangs(first);
+  // 每一轮至少有一项不再是“没开始”（每个文件里第一个被取消的就是挂住的那项），轮数有上限
+  for (let round = 0; round < outcomes.length; round += 1) {
+    const unstarted = outcomes.filter((outcome) => outcome.unstarted);
+    if (unstarted.length === 0) break;
+    const files = [...new Set(unstarted.map((outcome) => outcome.file))];
+    const again = classifyHangs(await rerun(files, exactNames(unstarted.map((outcome) => outcome.name))));
+    outcomes = outcomes.map((outcome) =>
+      outcome.unstarted ? (again.find((other) => other.file === outcome.file && other.name === outcome.name) ?? outcome) : outcome,
+    );
+  }
+  return outcomes.map(({ unstarted: _unstarted, failureType: _failureType, ...outcome }) => outcome);
+}
+
+function classifyHangs(outcomes: readonly DriverOutcome[]): Array<DriverOutcome & { unstarted?: boolean }> {
+  const hungFiles = new Set<string>();
+  return outcomes.map((outcome) => {
+    const drained = outcome.failureType === "cancelledByParent" && outcome.message === EVENT_LOOP_DRAINED;
+    const timedOut = outcome.failureType === "testTimeoutFailure" && TIMED_OUT.test(outcome.message ?? "");
+    if (drained && hungFiles.has(outcome.file)) return { ...outcome, unstarted: true };
+    if (!drained && !timedOut) return outcome;
+    hungFiles.add(outcome.file);
+    // 堆栈只指向 node 内部，而且各版本不同；去掉它，verify 就不会给出随版本变化的位置
+    const { stack: _stack, ...rest } = outcome;
+    return { ...rest, message: HUNG_MESSAGE };
+  });
+}
+
+/** 只选中这些名字的 --test-name-pattern（整名匹配）。 */
+function exactNames(names: readonly string[]): string {
+  const escaped = [...new Set(names)].map((name) => name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  return `^(?:${escaped.join("|")})$`;
 }
 
 /** 失败发生在哪里：相对练习目录的路径与行列；compiled 表示只找到编译后的 .js（没有源码映射）。 */

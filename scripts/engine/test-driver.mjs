@@ -84,6 +84,8 @@ for await (const event of stream) {
   const name = data.name === data.file ? file : data.name;
   const record = { name, file, ok: event.type === "test:pass", skipped: data.skip !== undefined };
   if (!record.ok) Object.assign(record, failureOf(data.details?.error));
+  // 挂住的测试在各版本的 Node 上报告得不同（见 runner.ts 的 settleHangs），把原始的失败类型带回去
+  if (!record.ok && data.details?.error?.failureType) record.failureType = data.details.error.failureType;
   if (!record.ok && record.name === record.file) {
     const reason = loadError(record.file);
     if (reason) record.message = reason;

@@ -1,0 +1,111 @@
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { after, describe, test } from "node:test";
+
+import { HUNG_MESSAGE, runTests, settleHangs } from "../scripts/engine/runner.ts";
+import { tempDir } from "./helpers.ts";
+
+const work = tempDir("runner-hangs");
+after(() => work.remove());
+
+/** 一份测试文件：names 里以 hang 开头的测试等一个永远不兑现的 Promise，其余立即通过。 */
+function testFile(name: string, names: readonly string[]): string {
+  const file = path.join(work.dir, name);
+  const body = names
+    .map((title) =>
+      title.startsWith("hang")
+        ? `test(${JSON.stringify(title)}, { timeout: 500 }, async () => { await new Promise(() => {}); });`
+        : `test(${JSON.stringify(title)}, () => { assert.equal(1 + 1, 2); });`,
+    )
+    .join("\n");
+  writeFileSync(file, `import assert from "node:assert/strict";\nimport { test } from "node:test";\n${body}\n`);
+  return file;
+}
+
+/**
+ * 这些断言在每一条受测的 Node 版本线上都成立（CI 用 scripts/ci/node-lines.mjs 在 20、22、24、26 上运行）：
+ * 挂住的测试不再让同文件里其后的测试被取消，也不再随版本换一种说法。
+ */
+describe("runner：挂住的测试在每个 Node 版本上给出同样的结论", () => {
+  test("一项挂住：它失败并给出统一的说明，其后的测试照常运行并通过", async () => {
+    const file = testFile("one-hang.test.mjs", ["first", "hang here", "third (x)", "fourth [y]"]);
+    const report = await runTests([file]);
+    assert.deepEqual(
+      report.tests.map((outcome) => [outcome.name, outcome.ok]),
+      [["first", true], ["hang here", false], ["third (x)", true], ["fourth [y]", true]],
+    );
+    assert.equal(report.passed, 3);
+    const hung = report.tests[1];
+    assert.equal(hung?.message, HUNG_MESSAGE);
+    assert.equal(hung?.stack, undefined, "node 内部的堆栈随版本而变，不该交给 verify 去定位");
+  });
+
+  test("重跑时又有一项挂住：逐轮处理，直到没有“没开始”的测试", async () => {
+    const file = testFile("two-hangs.test.mjs", ["a", "hang 1", "b", "hang 2", "c"]);
+    const report = await runTests([file]);
+    assert.deepEqual(
+      report.tests.map((outcome) => [outcome.name, outcome.ok, outcome.message ?? ""]),
+      [["a", true, ""], ["hang 1", false, HUNG_MESSAGE], ["b", true, ""], ["hang 2", false, HUNG_MESSAGE], ["c", true, ""]],
+    );
+  });
+
+  test("名称过滤照旧：没被选中的测试不计入，也不会被重跑", async () => {
+    const file = testFile("pattern.test.mjs", ["keep 1", "hang keep", "drop", "keep 2"]);
+    const report = await runTests([file], { pattern: "keep" });
+    assert.deepEqual(report.tests.map((outcome) => [outcome.name, outcome.ok]), [["keep 1", true], ["hang keep", false], ["keep 2", true]]);
+  });
+});
+
+describe("settleHangs：按 Node 20、22 与 Node 24 起两种报告方式统一", () => {
+  const drained = "Promise resolution is still pending but the event loop has already resolved";
+  const file = "/p/03.test.js";
+
+  test("Node 20、22：第一个被取消的是挂住的那项，其后被取消的按整名单独重跑", async () => {
+    const calls: Array<[string[], string]> = [];
+    const tests = await settleHangs(
+      [
+        { name: "a", file, ok: true },
+        { name: "b", file, ok: false, failureType: "cancelledByParent", message: drained, stack: "process.emit (node:events)" },
+        { name: "c.d", file, ok: false, failureType: "cancelledByParent", message: drained },
+        { name: "e", file, ok: false, failureType: "cancelledByParent", message: drained },
+      ],
+      async (files, pattern) => {
+        calls.push([files, pattern]);
+        return [
+          { name: "c.d", file, ok: true },
+          { name: "e", file, ok: false, message: "Expected values to be strictly equal", failureType: "testCodeFailure" },
+        ];
+      },
+    );
+    assert.deepEqual(calls, [[[file], "^(?:c\\.d|e)$"]]);
+    assert.deepEqual(tests, [
+      { name: "a", file, ok: true },
+      { name: "b", file, ok: false, message: HUNG_MESSAGE },
+      { name: "c.d", file, ok: true },
+      { name: "e", file, ok: false, message: "Expected values to be strictly equal" },
+    ]);
+  });
+
+  test("Node 24 起：超时的那项换成同一句说明，不需要重跑", async () => {
+    const tests = await settleHangs(
+      [
+        { name: "a", file, ok: true },
+        { name: "b", file, ok: false, failureType: "testTimeoutFailure", message: "test timed out after 1000ms", stack: "at x" },
+        { name: "c", file, ok: true },
+      ],
+      () => assert.fail("没有没开始的测试，不该重跑"),
+    );
+    assert.deepEqual(tests, [
+      { name: "a", file, ok: true },
+      { name: "b", file, ok: false, message: HUNG_MESSAGE },
+      { name: "c", file, ok: true },
+    ]);
+  });
+
+  test("别的失败原样保留", async () => {
+    const failure = { name: "x", file, ok: false, message: "boom", failureType: "testCodeFailure", stack: "Error: boom\n    at /p/src/a.ts:1:1" };
+    const tests = await settleHangs([failure], () => assert.fail("不该重跑"));
+    assert.deepEqual(tests, [{ name: "x", file, ok: false, message: "boom", stack: "Error: boom\n    at /p/src/a.ts:1:1" }]);
+  });
+});
