@@ -127,13 +127,51 @@ export function runTests(
       const records = stdout
         .split("\n")
         .filter((line) => line.trim() !== "")
-        .map((line) => JSON.parse(line) as TestOutcome & { skipped: boolean });
+        .map((line) => reviveOutcome(JSON.parse(line) as TestOutcome & { skipped: boolean }));
       // 被名称过滤跳过的测试没有运行，不计入选中数。
       const tests = records.filter((record) => !record.skipped).map(({ skipped: _skipped, ...outcome }) => outcome);
       const passed = tests.filter((test) => test.ok).length;
       resolve({ tests, passed, failed: tests.length - passed });
     });
   });
+}
+
+/** test-driver.mjs 给 JSON 表达不了的值加的标记（正则、undefined、NaN、bigint、Map、Set）。 */
+const TAG = "$piCourse";
+
+function reviveOutcome<T extends TestOutcome>(outcome: T): T {
+  if ("actual" in outcome) outcome.actual = reviveValue(outcome.actual);
+  if ("expected" in outcome) outcome.expected = reviveValue(outcome.expected);
+  return outcome;
+}
+
+/** 把 test-driver.mjs 编码过的断言值还原，显示时才是 /模式/ 而不是 {}。 */
+export function reviveValue(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(reviveValue);
+  if (value === null || typeof value !== "object") return value;
+  const record = value as Record<string, unknown>;
+  switch (record[TAG]) {
+    case "regexp":
+      try {
+        return new RegExp(String(record.source), String(record.flags ?? ""));
+      } catch {
+        return `/${String(record.source)}/${String(record.flags ?? "")}`;
+      }
+    case "undefined":
+      return undefined;
+    case "bigint":
+      return BigInt(String(record.text));
+    case "number":
+      return Number(record.text);
+    case "text":
+      return String(record.text);
+    case "map":
+      return new Map((record.entries as Array<[unknown, unknown]>).map(([key, item]) => [reviveValue(key), reviveValue(item)]));
+    case "set":
+      return new Set((record.values as unknown[]).map(reviveValue));
+    default:
+      return Object.fromEntries(Object.entries(record).map(([key, item]) => [key, reviveValue(item)]));
+  }
 }
 
 /** 失败发生在哪里：相对练习目录的路径与行列；compiled 表示只找到编译后的 .js（没有源码映射）。 */
@@ -216,7 +254,7 @@ export function isFileFailure(outcome: TestOutcome): boolean {
 /** 失败信息里是否出现了某个片段：同时查看信息文字和断言的 actual / expected。 */
 export function failureMentions(outcome: TestOutcome, fragment: string): boolean {
   const haystack = [outcome.message, outcome.actual, outcome.expected]
-    .map((value) => (typeof value === "string" ? value : value === undefined ? "" : safeJson(value)))
+    .map((value) => (typeof value === "string" ? value : value === undefined ? "" : value instanceof RegExp ? String(value) : safeJson(value)))
     .join("\n");
   return haystack.includes(fragment);
 }

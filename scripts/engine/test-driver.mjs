@@ -40,10 +40,36 @@ const stream = run({
   ...(pattern === undefined ? {} : { testNamePatterns: [pattern] }),
 });
 
+// 断言的 actual / expected 要穿过 JSON：正则、undefined、NaN、bigint 这些 JSON 表达不了的值
+// 换成带标记的对象，runner.ts 的 reviveValue 再还原（否则 assert.match 的期望会变成 “{}”）。
+const TAG = "$piCourse";
+
+function encodeValue(value, seen = new Set()) {
+  if (value instanceof RegExp) return { [TAG]: "regexp", source: value.source, flags: value.flags };
+  if (value === undefined) return { [TAG]: "undefined" };
+  if (typeof value === "bigint") return { [TAG]: "bigint", text: value.toString() };
+  if (typeof value === "number" && !Number.isFinite(value)) return { [TAG]: "number", text: String(value) };
+  if (typeof value === "symbol" || typeof value === "function") return { [TAG]: "text", text: String(value) };
+  if (value === null || typeof value !== "object" || value instanceof Date) return value;
+  if (seen.has(value)) return { [TAG]: "text", text: "[Circular]" };
+  seen.add(value);
+  const encoded =
+    value instanceof Map
+      ? { [TAG]: "map", entries: [...value].map(([key, item]) => [encodeValue(key, seen), encodeValue(item, seen)]) }
+      : value instanceof Set
+        ? { [TAG]: "set", values: [...value].map((item) => encodeValue(item, seen)) }
+        : Array.isArray(value)
+          ? value.map((item) => encodeValue(item, seen))
+          : Object.fromEntries(Object.entries(value).map(([key, item]) => [key, encodeValue(item, seen)]));
+  seen.delete(value);
+  return encoded;
+}
+
 function serialisable(value) {
   try {
-    JSON.stringify(value);
-    return value;
+    const encoded = encodeValue(value);
+    JSON.stringify(encoded);
+    return encoded;
   } catch {
     return String(value);
   }
