@@ -6,6 +6,8 @@ import path from "node:path";
 import { run } from "node:test";
 import { fileURLToPath } from "node:url";
 
+import { failureOf } from "./test-records.mjs";
+
 const { files, pattern, timeoutMs } = JSON.parse(process.argv[2] ?? "{}");
 
 // 测试子进程打开了源码映射（runner.ts 设的 --enable-source-maps）时，node:test 报告的 file
@@ -35,55 +37,11 @@ function fileOf(reported) {
 
 const stream = run({
   files,
-  concurrency: true,
+  // 每个文件在自己的子进程里，彼此独立：一起跑（verify 的更早章节大多在等计时器和网络，不在算）
+  concurrency: Math.min(Math.max(files.length, 1), 8),
   timeout: timeoutMs,
   ...(pattern === undefined ? {} : { testNamePatterns: [pattern] }),
 });
-
-// 断言的 actual / expected 要穿过 JSON：正则、undefined、NaN、bigint 这些 JSON 表达不了的值
-// 换成带标记的对象，runner.ts 的 reviveValue 再还原（否则 assert.match 的期望会变成 “{}”）。
-const TAG = "$piCourse";
-
-function encodeValue(value, seen = new Set()) {
-  if (value instanceof RegExp) return { [TAG]: "regexp", source: value.source, flags: value.flags };
-  if (value === undefined) return { [TAG]: "undefined" };
-  if (typeof value === "bigint") return { [TAG]: "bigint", text: value.toString() };
-  if (typeof value === "number" && !Number.isFinite(value)) return { [TAG]: "number", text: String(value) };
-  if (typeof value === "symbol" || typeof value === "function") return { [TAG]: "text", text: String(value) };
-  if (value === null || typeof value !== "object" || value instanceof Date) return value;
-  if (seen.has(value)) return { [TAG]: "text", text: "[Circular]" };
-  seen.add(value);
-  const encoded =
-    value instanceof Map
-      ? { [TAG]: "map", entries: [...value].map(([key, item]) => [encodeValue(key, seen), encodeValue(item, seen)]) }
-      : value instanceof Set
-        ? { [TAG]: "set", values: [...value].map((item) => encodeValue(item, seen)) }
-        : Array.isArray(value)
-          ? value.map((item) => encodeValue(item, seen))
-          : Object.fromEntries(Object.entries(value).map(([key, item]) => [key, encodeValue(item, seen)]));
-  seen.delete(value);
-  return encoded;
-}
-
-function serialisable(value) {
-  try {
-    const encoded = encodeValue(value);
-    JSON.stringify(encoded);
-    return encoded;
-  } catch {
-    return String(value);
-  }
-}
-
-function failureOf(error) {
-  const root = error?.cause ?? error;
-  if (root === null || typeof root !== "object") return { message: String(root) };
-  const failure = { message: String(root.message ?? root) };
-  if ("actual" in root) failure.actual = serialisable(root.actual);
-  if ("expected" in root) failure.expected = serialisable(root.expected);
-  if (typeof root.stack === "string") failure.stack = root.stack;
-  return failure;
-}
 
 // 整个文件没能运行时（例如 import 失败），node:test 只说 “test failed”；
 // 真正的原因在那个文件的 stderr 里，取出第一行错误作为信息。

@@ -13,7 +13,8 @@ export interface WatchOptions {
   poll?: boolean;
   intervalMs?: number;
   debounceMs?: number;
-  onChange: (files: string[]) => void;
+  /** files：这一批改动的文件（已排序、去掉编辑器的临时文件）；lastEventAt：这一批最后一个事件的时刻（performance.now()）。 */
+  onChange: (files: string[], lastEventAt: number) => void;
   onFallback?: (reason: string) => void;
 }
 
@@ -23,12 +24,30 @@ export interface Watcher {
 }
 
 export const DEFAULT_POLL_INTERVAL_MS = 400;
-export const DEFAULT_DEBOUNCE_MS = 150;
+/**
+ * 一次保存在磁盘上是一串事件（写临时文件、改名、截断再写），“全部保存”是几个文件的一串；
+ * 它们之间只隔几毫秒。安静这么久才算一批：足以把一串合成一次运行，又不拖慢保存到结果的时间。
+ */
+export const DEFAULT_DEBOUNCE_MS = 40;
 
-/** 编辑器保存时留下的临时文件：它们的变化不值得重跑一次。 */
+/**
+ * 编辑器与工具保存时留下的临时文件：它们既不触发运行，也不出现在“触发”里。
+ * vim 的交换文件（.swp/.swo/…）、备份（file~）和探测文件（4913 这类纯数字名）；
+ * sed -i 的 sedXXXXXX；JetBrains 安全写入的 ___jb_tmp___ / ___jb_old___；
+ * emacs 的锁 .#file 与自动保存 #file#；以及 .tmp。
+ */
 export function isEditorNoise(relative: string): boolean {
   const name = path.posix.basename(relative);
-  return name.endsWith("~") || /\.(swp|swx|swo|tmp)$/.test(name) || name.startsWith(".#") || name === "4913";
+  return (
+    name.endsWith("~") ||
+    /\.sw[a-p]$/.test(name) ||
+    name.endsWith(".tmp") ||
+    /^\d+$/.test(name) ||
+    /^sed[A-Za-z0-9]{6}$/.test(name) ||
+    /___jb_(tmp|old)___$/.test(name) ||
+    name.startsWith(".#") ||
+    (name.startsWith("#") && name.endsWith("#"))
+  );
 }
 
 export function watchTree(options: WatchOptions): Watcher {
@@ -36,17 +55,19 @@ export function watchTree(options: WatchOptions): Watcher {
   const ignore = (relative: string) => isEditorNoise(relative) || (options.ignore?.(relative) ?? false);
   const pending = new Set<string>();
   let timer: NodeJS.Timeout | undefined;
+  let lastEventAt = 0;
   let closed = false;
 
   const changed = (relative: string) => {
     if (closed || ignore(relative)) return;
     pending.add(relative);
+    lastEventAt = performance.now();
     if (timer) clearTimeout(timer);
     timer = setTimeout(() => {
       timer = undefined;
       const files = [...pending].sort();
       pending.clear();
-      if (!closed) options.onChange(files);
+      if (!closed) options.onChange(files, lastEventAt);
     }, debounceMs);
   };
 
