@@ -63,6 +63,8 @@ class Session {
   private running: AbortController | undefined;
   private runs = 0;
   private trigger: string[] = [];
+  /** 当前的触发是否已经画在屏幕上了。 */
+  private shownTrigger = true;
   /** 触发这次运行的保存发生在什么时刻：屏幕上的用时从这里算起（保存 → 结果）。 */
   private savedAt = performance.now();
   private last: PracticeCheck | undefined;
@@ -108,7 +110,11 @@ class Session {
       { cold: this.watcher.mode === "poll" },
       {
         ready: (compiled) => void this.cycle(compiled),
-        stale: () => this.running?.abort(),
+        stale: () => {
+          const running = this.running;
+          running?.abort();
+          return running !== undefined;
+        },
         notice: (text) => {
           this.notice = text;
         },
@@ -121,7 +127,10 @@ class Session {
   }
 
   private saved(files: string[], lastEventAt: number): void {
-    this.trigger = files.map((file) => `${COURSE_PACKAGE}/${file}`);
+    // 上一批还没画出结果（那次运行被这一批作废了）：两批一起算作这次的触发
+    const earlier = this.shownTrigger ? [] : this.trigger;
+    this.shownTrigger = false;
+    this.trigger = [...new Set([...earlier, ...files.map((file) => `${COURSE_PACKAGE}/${file}`)])].sort();
     this.savedAt = lastEventAt;
     this.shownHint = [];
     this.live?.saved(files, lastEventAt);
@@ -129,6 +138,7 @@ class Session {
 
   private rerun(): void {
     this.trigger = ["（手动重跑）"];
+    this.shownTrigger = false;
     this.savedAt = performance.now();
     this.shownHint = [];
     this.live?.rerun();
@@ -158,6 +168,7 @@ class Session {
       if (this.running === controller) this.running = undefined;
     }
     this.runs += 1;
+    this.shownTrigger = true;
     this.render(performance.now() - this.savedAt);
   }
 

@@ -21,8 +21,8 @@ export type Compiled = { build: BuildResult; ms: number };
 export interface LiveBuildEvents {
   /** 输出与源文件一致，可以测了；compiled 为 undefined 表示冷编译模式（检查自己编译）。 */
   ready(compiled: Compiled | undefined): void;
-  /** 新的一轮编译开始了（或即将开始）：正在跑的测试测的是旧代码，作废。 */
-  stale(): void;
+  /** 新的一轮编译开始了（或即将开始）：正在跑的测试测的是旧代码，作废。返回是否真的作废了一次运行。 */
+  stale(): boolean;
   notice(text: string): void;
 }
 
@@ -72,6 +72,7 @@ export class LiveBuild {
 
   /** 一批保存（相对 packages/pi-course 的路径），lastEventAt 是最后一个文件事件的时刻。 */
   saved(files: readonly string[], lastEventAt: number): void {
+    debug(`saved ${files.join(",")} last=${lastEventAt.toFixed(0)} busy=${this.compiler?.busy} latest=${this.latest?.startedAt.toFixed(0)}`);
     if (this.closed) return;
     if (this.mode === "cold") {
       this.events.ready(undefined);
@@ -128,6 +129,7 @@ export class LiveBuild {
   }
 
   private pump(): void {
+    debug(`pump wanted=${this.wanted} await=${this.awaitAfter?.toFixed(0)} busy=${this.compiler?.busy} latest=${this.latest?.generation}`);
     if (this.closed || this.mode !== "watch" || !this.wanted) return;
     if (this.awaitAfter !== undefined || this.compiler?.busy || !this.latest) return;
     this.wanted = false;
@@ -142,13 +144,19 @@ export class LiveBuild {
       started: () => {
         if (compiler !== this.compiler) return;
         if (this.awaitAfter !== undefined) this.disarmSafety(); // 这一轮开始于保存之后：等它结束即可
-        this.events.stale();
+        // 正在跑的测试作废；那次运行要在这一轮之后补上。没在跑就不必：
+        // 一轮编译本身不是运行的理由（tsc 也会对编辑器的临时 .ts 文件作出反应），保存才是
+        if (this.events.stale()) this.wanted = true;
       },
       finished: (round) => {
         if (compiler !== this.compiler) return;
         this.latest = round;
         if (this.awaitAfter !== undefined && round.startedAt >= this.awaitAfter) this.awaitAfter = undefined;
-        this.wanted = true;
+        if (this.awaitAfter !== undefined && round.generation === 1) {
+          // 在第一轮编译途中保存的：tsc 那时还没开始监视，不会再为它编译一轮。重新开始最快
+          void this.restart();
+          return;
+        }
         this.pump();
       },
       exited: (code, output) => {
@@ -226,4 +234,8 @@ function sourceFiles(root: string): string[] {
 
 function lastLine(text: string): string {
   return text.trim().split("\n").at(-1) ?? "";
+}
+
+function debug(text: string): void {
+  if (process.env.PI_COURSE_DEBUG_TSC) process.stderr.write(`[live ${performance.now().toFixed(0)}] ${text}\n`);
 }

@@ -40,7 +40,7 @@ export function isEditorNoise(relative: string): boolean {
   const name = path.posix.basename(relative);
   return (
     name.endsWith("~") ||
-    /\.sw[a-p]$/.test(name) ||
+    /\.sw[a-px]$/.test(name) ||
     name.endsWith(".tmp") ||
     /^\d+$/.test(name) ||
     /^sed[A-Za-z0-9]{6}$/.test(name) ||
@@ -75,7 +75,7 @@ export function watchTree(options: WatchOptions): Watcher {
   let mode: Watcher["mode"] = "poll";
   if (!options.poll) {
     try {
-      inner = watchEvents(options.root, changed, (reason) => {
+      inner = watchEvents(options.root, ignore, changed, (reason) => {
         // 事件监视中途出错（例如 inotify 句柄用完）：换成轮询，继续工作
         if (closed) return;
         inner?.close();
@@ -102,12 +102,73 @@ export function watchTree(options: WatchOptions): Watcher {
   };
 }
 
-function watchEvents(root: string, changed: (relative: string) => void, failed: (reason: string) => void): { close(): void } {
+function watchEvents(
+  root: string,
+  ignore: (relative: string) => boolean,
+  changed: (relative: string) => void,
+  failed: (reason: string) => void,
+): { close(): void } {
+  if (process.platform === "linux") return watchDirectories(root, ignore, changed, failed);
   const watcher: FSWatcher = watch(root, { recursive: true }, (_event, filename) => {
     if (filename) changed(String(filename).split(path.sep).join("/"));
   });
   watcher.on("error", (error: NodeJS.ErrnoException) => failed(`文件变更事件出错（${error.code ?? error.message}），改用轮询`));
   return { close: () => watcher.close() };
+}
+
+/**
+ * Linux 上每个目录各监视一次（不用 recursive）：Node 的递归监视在 Linux 上是逐个文件挂上去的，
+ * 编辑器“写临时文件再改名”保存一次之后，那个文件换了 inode，之后的保存就再也收不到了。
+ * 目录的监视按名字报告其中文件的写入与改名，不受 inode 更换影响；新建的子目录随时补上。
+ */
+function watchDirectories(
+  root: string,
+  ignore: (relative: string) => boolean,
+  changed: (relative: string) => void,
+  failed: (reason: string) => void,
+): { close(): void } {
+  const watchers = new Map<string, FSWatcher>();
+  const add = (relative: string) => {
+    if (watchers.has(relative) || path.posix.basename(relative) === "node_modules" || (relative !== "" && ignore(relative))) return;
+    const dir = relative === "" ? root : path.join(root, relative);
+    const onEvent = (_event: string, filename: string | Buffer | null) => {
+      if (!filename) return;
+      const child = relative === "" ? String(filename) : `${relative}/${String(filename)}`;
+      changed(child);
+      try {
+        if (statSync(path.join(root, child)).isDirectory()) add(child);
+      } catch {
+        // 被删掉或改名了：目录的监视随它一起失效
+      }
+    };
+    let watcher: FSWatcher | undefined;
+    let entries;
+    try {
+      watcher = watch(dir, onEvent);
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch (error) {
+      watcher?.close();
+      if (relative === "") throw error; // 根目录都监视不了：由调用方退回轮询
+      return; // 子目录刚被删掉
+    }
+    const opened = watcher;
+    opened.on("error", (error: NodeJS.ErrnoException) => {
+      opened.close();
+      watchers.delete(relative);
+      if (relative === "") failed(`文件变更事件出错（${error.code ?? error.message}），改用轮询`);
+    });
+    watchers.set(relative, opened);
+    for (const entry of entries) {
+      if (entry.isDirectory()) add(relative === "" ? entry.name : `${relative}/${entry.name}`);
+    }
+  };
+  add("");
+  return {
+    close: () => {
+      for (const watcher of watchers.values()) watcher.close();
+      watchers.clear();
+    },
+  };
 }
 
 function watchPolling(
