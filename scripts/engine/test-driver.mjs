@@ -37,8 +37,9 @@ function fileOf(reported) {
 
 const stream = run({
   files,
-  // 每个文件在自己的子进程里，彼此独立：一起跑（verify 的更早章节大多在等计时器和网络，不在算）
-  concurrency: Math.min(Math.max(files.length, 1), 8),
+  // 每个文件在自己的子进程里，彼此独立：几个一起跑（verify 的更早章节大多在等计时器和网络，不在算）。
+  // 不全部同时开：章节测试里有几百毫秒的超时，两核机器上开太多进程会让它们互相拖到超时
+  concurrency: Math.min(Math.max(files.length, 1), 4),
   timeout: timeoutMs,
   ...(pattern === undefined ? {} : { testNamePatterns: [pattern] }),
 });

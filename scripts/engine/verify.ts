@@ -48,6 +48,13 @@ export async function checkPractice(options: CheckOptions): Promise<PracticeChec
   const earlierChapters = scope === "all" ? options.chapters.filter((other) => other.id < chapter.id) : [];
   const signalOption = signal ? { signal } : {};
 
+  // 测试文件是否原样只读 git，与编译、测试互不相干：先开始，最后再等
+  const changes =
+    scope === "all" && options.integrity
+      ? testFileChanges(options.integrity.kitRoot, options.integrity.history, chapter, options.chapters, dir)
+      : Promise.resolve({ missing: [], modified: [] });
+  changes.catch(() => {}); // 出错时在下面 await 处抛出；这里只防止“未处理的拒绝”提前结束进程
+
   const buildStarted = performance.now();
   const build = options.compiled?.build ?? (await buildProject(dir, signalOption));
   const buildMs = options.compiled?.ms ?? performance.now() - buildStarted;
@@ -79,11 +86,7 @@ export async function checkPractice(options: CheckOptions): Promise<PracticeChec
     return { chapter: other, tests, passed, ok: passed === tests.length && tests.length === other.focusedTest.count };
   });
 
-  let missing: TestFileChange[] = [];
-  let modified: TestFileChange[] = [];
-  if (scope === "all" && options.integrity) {
-    ({ missing, modified } = await testFileChanges(options.integrity.kitRoot, options.integrity.history, chapter, options.chapters, dir));
-  }
+  const { missing, modified } = await changes;
   const found = firstDeviation({ chapter, build, focused, labs, earlier, missing, modified });
   // 抛出的错误只有一句信息不够：补上它在 packages/pi-course 里的第一帧位置
   const location = found?.kind === "test" ? failureLocation(found.test, dir) : undefined;
@@ -112,19 +115,18 @@ export async function testFileChanges(
   const target = history.chapters[chapter.id]?.target ?? start;
   const missing: TestFileChange[] = [];
   const modified: TestFileChange[] = [];
-  for (const other of chapters.filter((candidate) => candidate.id <= chapter.id)) {
-    const file = other.focusedTest.path;
-    const commit = other.id === chapter.id ? target : start;
-    let expected: string;
-    try {
-      expected = await readCommittedFile(kitRoot, commit, file);
-    } catch {
-      continue; // 那个提交里没有这个文件：不是练习目录该有的
-    }
+  const wanted = chapters
+    .filter((candidate) => candidate.id <= chapter.id)
+    .map((other) => ({ file: other.focusedTest.path, commit: other.id === chapter.id ? target : start }));
+  // 各章的文件彼此独立：一起读，结果仍按章节顺序
+  const expected = await Promise.all(wanted.map(({ file, commit }) => readCommittedFile(kitRoot, commit, file).catch(() => undefined)));
+  wanted.forEach(({ file, commit }, index) => {
+    const text = expected[index];
+    if (text === undefined) return; // 那个提交里没有这个文件：不是练习目录该有的
     const actualPath = path.join(dir, file);
     if (!existsSync(actualPath)) missing.push({ file, commit });
-    else if (normalise(readFileSync(actualPath, "utf8")) !== normalise(expected)) modified.push({ file, commit });
-  }
+    else if (normalise(readFileSync(actualPath, "utf8")) !== normalise(text)) modified.push({ file, commit });
+  });
   return { missing, modified };
 }
 
