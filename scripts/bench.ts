@@ -24,7 +24,7 @@ import {
 import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
 import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
 import { CourseError, usageError } from "./engine/errors.js";
-import { ensureHistory, type CourseHistory } from "./engine/history.js";
+import { ensureHistory } from "./engine/history.js";
 import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
 import { pad } from "./engine/screen.js";
 
@@ -145,11 +145,23 @@ await runCommand(async () => {
     }
 
     const verifySamples: number[] = [];
+    let verifyFailure = "";
     for (let run = 1; run <= runs; run++) {
       say(`verify ${run}/${runs}`);
-      verifySamples.push(await timed(() => runKitScript(KIT_ROOT, "verify", [chapter.id, dir], env)));
+      verifySamples.push(
+        await timed(() =>
+          runKitScript(KIT_ROOT, "verify", [chapter.id, dir], env).catch((error: Error) => {
+            verifyFailure = error.message; // 做完的目录没通过：多半是机器忙到章节测试超时；照实记下
+          }),
+        ),
+      );
     }
-    rows.push(row("verify", `verify（第 ${chapter.id} 章，连同更早章节）`, verifySamples, TARGETS.verify));
+    const verifyRow = row("verify", `verify（第 ${chapter.id} 章，连同更早章节）`, verifySamples, TARGETS.verify);
+    if (verifyFailure) {
+      verifyRow.pass = false;
+      verifyRow.note = `有一次没有通过：${verifyFailure.slice(0, 120)}`;
+    }
+    rows.push(verifyRow);
 
     const practiceSamples: number[] = [];
     for (let run = 1; run <= runs; run++) {
