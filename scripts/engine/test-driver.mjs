@@ -2,6 +2,7 @@
 // 独立进程有两个原因：run() 拒绝在另一个测试文件内部递归运行；
 // 而且被测项目不该继承套件自己的加载器（例如 tsx）。
 import { existsSync, readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import path from "node:path";
 import { run } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -38,8 +39,8 @@ function fileOf(reported) {
 const stream = run({
   files,
   // 每个文件在自己的子进程里，彼此独立：几个一起跑（verify 的更早章节大多在等计时器和网络，不在算）。
-  // 不全部同时开：章节测试里有几百毫秒的超时，两核机器上开太多进程会让它们互相拖到超时
-  concurrency: Math.min(Math.max(files.length, 1), 4),
+  // 不全部同时开：章节测试里有几百毫秒到几秒的超时，开太多进程会让它们互相拖到超时（两核机器上是 3 个）
+  concurrency: Math.min(Math.max(files.length, 1), availableParallelism() + 1),
   timeout: timeoutMs,
   ...(pattern === undefined ? {} : { testNamePatterns: [pattern] }),
 });
