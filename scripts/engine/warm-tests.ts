@@ -30,8 +30,10 @@ export class WarmTests {
   /** 与 runner.runTests 相同的约定；只运行一个文件。 */
   run(file: string, options: { pattern?: string; signal?: AbortSignal } = {}): Promise<TestReport> {
     const key = options.pattern ?? "";
-    const child = this.idle.get(key) ?? this.spawn(options.pattern);
+    const waiting = this.idle.get(key);
     this.idle.delete(key);
+    // 备好的进程可能已经没了（被系统杀掉、启动时崩溃）：那就现在启动一个
+    const child = waiting && waiting.exitCode === null && waiting.signalCode === null ? waiting : this.spawn(options.pattern);
     return new Promise<TestReport>((resolve, reject) => {
       let stdout = "";
       let stderr = "";
@@ -90,6 +92,7 @@ export class WarmTests {
     ];
     const child = spawn(process.execPath, args, { cwd: this.projectDir, env, stdio: ["pipe", "pipe", "pipe"] });
     child.on("error", () => {}); // 启动失败在 run() 里报告
+    child.stdin.on("error", () => {}); // 进程已经退出时写入会 EPIPE：结果由 close 事件处理
     return child;
   }
 }
