@@ -59,7 +59,7 @@ await runCommand(async () => {
   const earlierPass = check.passed ? undefined : progress.verified[chapter.id];
 
   if (values.json) {
-    console.log(JSON.stringify(toJson(check, target, progress.verified[chapter.id] !== undefined), null, 2));
+    console.log(JSON.stringify(toJson(check, target, progress.verified[chapter.id] !== undefined), jsonValue, 2));
     if (!check.passed) process.exitCode = 1;
     return;
   }
@@ -153,4 +153,12 @@ function jsonDeviation(deviation: NonNullable<PracticeCheck["deviation"]>) {
 /** 原始堆栈很长，而且 location 已经给出了要看的那一帧。 */
 function withoutStack({ stack: _stack, ...test }: TestOutcome): Omit<TestOutcome, "stack"> {
   return test;
+}
+
+/** 断言值里 JSON 表达不了的：正则写成 /模式/标志，bigint 写成文字，Map / Set 写成数组。 */
+function jsonValue(_key: string, value: unknown): unknown {
+  if (value instanceof RegExp || typeof value === "bigint") return String(value);
+  if (value instanceof Map) return [...value];
+  if (value instanceof Set) return [...value];
+  return value;
 }

@@ -10,18 +10,24 @@ import { openPracticeDir } from "./engine/practice.js";
 import { hintsShown, inspectProgress, loadProgress, progressPath, recordHint, updateProgress } from "./engine/progress.js";
 import { buildLine, deviationLines, hintLine, labLines, seconds, watchFooter, type Painter } from "./engine/screen.js";
 import { checkPractice, choosePracticeDir, type PracticeCheck } from "./engine/verify.js";
+import { LiveBuild, type Compiled } from "./engine/live-build.js";
+import { WarmTests } from "./engine/warm-tests.js";
 import { DEFAULT_POLL_INTERVAL_MS, watchTree, type Watcher } from "./engine/watch.js";
 
 const HELP = `用法：npm run watch -- <章节> [目录] [--poll] [--interval 毫秒]
 
 边写边测：每次保存练习目录里的文件，就重新编译并运行本章的聚焦测试，
 一屏显示当前实践、第一处偏差，以及还有没有提示可看。
+编译器一直开着（tsc --watch），一次保存只重新检查受影响的文件；测试总是等这次保存的编译结束才跑，
+删掉的源文件留下的旧输出会先清掉。编辑器的临时文件（vim 的 .swp、sed -i、JetBrains、emacs）不触发运行，
+一串保存只运行一次。
 全部通过后用 npm run verify -- <章节> 连同更早章节一起验证并点亮本章。
 
 [目录] 默认与 verify 相同（practice 为本章创建的目录）。
 
   --poll           定时比较文件，而不是等文件变更事件；
-                   用于收不到变更事件的文件系统（WSL 的 /mnt/c、网络盘、某些容器挂载）
+                   用于收不到变更事件的文件系统（WSL 的 /mnt/c、网络盘、某些容器挂载）；
+                   这时每次保存都从头编译
   --interval 毫秒  --poll 的检查间隔（默认 ${DEFAULT_POLL_INTERVAL_MS}）
   --help           显示本说明
 
@@ -50,13 +56,21 @@ async function main(): Promise<void> {
   await new Session(chapter, chapters, dir, file, { poll: values.poll ?? false, ...(intervalMs ? { intervalMs } : {}) }).run();
 }
 
-/** 一次 watch：串行地“编译 + 聚焦测试”，运行途中又有保存就在结束后再跑一次。 */
+/**
+ * 一次 watch：一直开着的编译器（见 engine/live-build.ts）给出与源文件一致的输出，
+ * 每次就绪就运行本章的聚焦测试；新的保存让正在跑的测试作废，只画最新那次的结果。
+ */
 class Session {
   private watcher: Watcher | undefined;
+  private live: LiveBuild | undefined;
+  private readonly tests: WarmTests;
   private running: AbortController | undefined;
-  private again = false;
   private runs = 0;
   private trigger: string[] = [];
+  /** 当前的触发是否已经画在屏幕上了。 */
+  private shownTrigger = true;
+  /** 触发这次运行的保存发生在什么时刻：屏幕上的用时从这里算起（保存 → 结果）。 */
+  private savedAt = performance.now();
   private last: PracticeCheck | undefined;
   private shownHint: string[] = [];
   private notice = "";
@@ -72,7 +86,11 @@ class Session {
     private readonly dir: string,
     private readonly progressFile: string,
     private readonly options: { poll: boolean; intervalMs?: number },
-  ) {}
+  ) {
+    this.tests = new WarmTests(dir);
+    // 整个文件一次，外加每个实践的 pattern（有失败时单独再跑）：各备一个进程
+    this.tests.prepare([undefined, ...chapter.labs.flatMap((lab) => lab.runs.map((run) => run.pattern)).filter((pattern) => pattern !== undefined)]);
+  }
 
   async run(): Promise<void> {
     const stopped = new Promise<void>((resolve) => (this.finish = resolve));
@@ -85,44 +103,77 @@ class Session {
       ignore: (relative) => relative === "dist" || relative.startsWith("dist/") || relative.endsWith(".tsbuildinfo"),
       poll: this.options.poll,
       ...(this.options.intervalMs ? { intervalMs: this.options.intervalMs } : {}),
-      onChange: (files) => this.schedule(files.map((file) => `${COURSE_PACKAGE}/${file}`)),
+      onChange: (files, lastEventAt) => this.saved(files, lastEventAt),
       onFallback: (reason) => {
         this.notice = reason;
+        this.live?.toCold(reason);
       },
     });
-    void this.cycle();
+    this.live = await LiveBuild.start(
+      this.dir,
+      { cold: this.watcher.mode === "poll" },
+      {
+        ready: (compiled) => void this.cycle(compiled),
+        stale: () => {
+          const running = this.running;
+          running?.abort();
+          return running !== undefined;
+        },
+        notice: (text) => {
+          this.notice = text;
+        },
+      },
+    );
+    if (this.stopped) this.live.close();
     await stopped;
     process.off("SIGINT", stop);
     process.off("SIGTERM", stop);
   }
 
-  private schedule(files: string[]): void {
-    this.trigger = files;
+  private saved(files: string[], lastEventAt: number): void {
+    // 上一批还没画出结果（那次运行被这一批作废了）：两批一起算作这次的触发
+    const earlier = this.shownTrigger ? [] : this.trigger;
+    this.shownTrigger = false;
+    this.trigger = [...new Set([...earlier, ...files.map((file) => `${COURSE_PACKAGE}/${file}`)])].sort();
+    this.savedAt = lastEventAt;
     this.shownHint = [];
-    if (this.running) this.again = true;
-    else void this.cycle();
+    this.live?.saved(files, lastEventAt);
   }
 
-  private async cycle(): Promise<void> {
+  private rerun(): void {
+    this.trigger = ["（手动重跑）"];
+    this.shownTrigger = false;
+    this.savedAt = performance.now();
+    this.shownHint = [];
+    this.live?.rerun();
+  }
+
+  private async cycle(compiled: Compiled | undefined): Promise<void> {
+    this.running?.abort(); // 上一次还没跑完：它测的已经不是最新的代码
     const controller = new AbortController();
     this.running = controller;
-    this.runs += 1;
-    const started = performance.now();
+    const options = {
+      dir: this.dir,
+      chapter: this.chapter,
+      chapters: this.chapters,
+      scope: "focused" as const,
+      signal: controller.signal,
+      runFile: (file: string, more: { pattern?: string; signal?: AbortSignal }) => this.tests.run(file, more),
+    };
     try {
-      this.last = await checkPractice({ dir: this.dir, chapter: this.chapter, chapters: this.chapters, scope: "focused", signal: controller.signal });
-      this.render(performance.now() - started);
+      const check = await checkPractice(compiled ? { ...options, compiled } : options);
+      if (controller.signal.aborted || this.stopped) return;
+      this.last = check;
     } catch (error) {
-      if (controller.signal.aborted) return;
+      if (controller.signal.aborted || this.stopped) return;
       this.last = undefined;
       this.notice = `这次运行出错了：${(error as Error).message}`;
-      this.render(performance.now() - started);
     } finally {
       if (this.running === controller) this.running = undefined;
     }
-    if (this.again && this.watcher) {
-      this.again = false;
-      void this.cycle();
-    }
+    this.runs += 1;
+    this.shownTrigger = true;
+    this.render(performance.now() - this.savedAt);
   }
 
   private render(ms: number): void {
@@ -178,7 +229,7 @@ class Session {
     stdin.setEncoding("utf8");
     stdin.on("data", (key: string) => {
       if (key === "\u0003" || key === "q") this.stop();
-      else if (key === "r" || key === "\r" || key === "\n") this.schedule(["（手动重跑）"]);
+      else if (key === "r" || key === "\r" || key === "\n") this.rerun();
       else if (key === "h") this.revealHint();
     });
   }
@@ -213,7 +264,9 @@ class Session {
     this.stopped = true;
     this.watcher?.close();
     this.watcher = undefined;
+    this.live?.close();
     this.running?.abort();
+    this.tests.close();
     if (process.stdin.isTTY) {
       process.stdin.setRawMode(false);
       process.stdin.pause();

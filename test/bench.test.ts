@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, test } from "node:test";
 
@@ -15,33 +15,60 @@ test("中位数与目标判断", () => {
   assert.ok(Number.isNaN(median([])));
   assert.equal(meets(TARGETS.loop, 999), true);
   assert.equal(meets(TARGETS.loop, 1_001), false);
-  assert.equal(meets(TARGETS.ratio, 3.2), true);
-  assert.equal(meets(TARGETS.ratio, 2.9), false);
+  assert.equal(meets(TARGETS.ratio, 4.2), true);
+  assert.equal(meets(TARGETS.ratio, 3.9), false);
+  assert.equal(meets(TARGETS.watch03, 349), true);
+  assert.equal(meets(TARGETS.watchLast, 601), false);
 });
 
-test("bench 跑一遍（每项 1 次）：打印性能目标表，并写出 JSON", { timeout: 120_000 }, async () => {
+test("bench 跑一遍（第 03 章，每项 1 次）：打印性能目标表，结果追加到 JSON 历史", { timeout: 300_000 }, async () => {
   const out = path.join(work.dir, "results.json");
-  const { code, stdout, stderr } = await runScript("bench", ["--runs", "1", "--out", out]);
+  // 旧版本写的单个对象：保留为历史的第一项
+  writeFileSync(out, JSON.stringify({ date: "2026-01-01T00:00:00.000Z", rows: [{ id: "loop-ts7", median: 1234 }] }));
+  const { code, stdout, stderr } = await runScript("bench", ["--runs", "1", "--chapter", "03", "--out", out]);
   // 在繁忙的机器上某项可能超时限：那是 1（目标未达成），不是崩溃
   assert.ok(code === 0 || code === 1, stderr);
-  if (code === 1) assert.match(stderr, /项没有达到目标/);
+  if (code === 1) {
+    assert.match(stderr, /项没有达到目标/);
+    assert.match(stdout, /没达到的目标：\n  .+：.+，目标 .+（(超出|差) /);
+  }
   assert.match(stdout, /性能目标 · 中位数，每项 1 次/);
-  assert.match(stdout, /学习循环 · TS 7/);
+  assert.match(stdout, /学习循环 · TS 7（第 03 章，课文的命令）\s+\S+ s\s+1\.23 s\s+≤ 1 s/, "与上一次的中位数并列");
   assert.match(stdout, /TS 5\.9 ÷ TS 7/);
+  assert.match(stdout, /watch 保存 → 偏差（第 03 章）\s+\S+ s\s+—\s+≤ 0\.35 s/);
+  assert.match(stdout, /verify（第 03 章/);
   assert.match(stdout, /practice（历史已缓存/);
   assert.match(stdout, /首次构建课程历史/);
   assert.match(stdout, /npm test.*未测：加 --full/);
-  const result = JSON.parse(readFileSync(out, "utf8")) as {
+  const history = JSON.parse(readFileSync(out, "utf8")) as Array<{
     runs: number;
     typescript: { current: string; baseline: string };
     rows: Array<{ id: string; median: number | null; samples: number[]; pass: boolean | null }>;
-  };
+  }>;
+  assert.equal(history.length, 2, "追加，不覆盖");
+  const result = history[1]!;
   assert.equal(result.runs, 1);
   assert.match(result.typescript.current, /^7\./);
   assert.match(result.typescript.baseline, /^5\.9\./);
   assert.deepEqual(
     result.rows.map((row) => row.id),
-    ["loop-ts7", "loop-ts7-build", "loop-ts59", "loop-ts59-build", "loop-ratio", "practice", "history", "npm-test"],
+    [
+      "loop-ts7",
+      "loop-ts7-build",
+      "loop-ts7-tsc",
+      "loop-ts7-test",
+      "loop-ts59",
+      "loop-ts59-build",
+      "loop-ts59-tsc",
+      "test-runner",
+      "loop-ratio",
+      "watch-03",
+      "watch-03-pass",
+      "verify",
+      "practice",
+      "history",
+      "npm-test",
+    ],
   );
   for (const row of result.rows.filter((entry) => entry.id !== "npm-test")) {
     assert.equal(row.samples.length, 1, row.id);
@@ -65,6 +92,7 @@ test("错误的输入：--runs 越界或不是数字、位置参数、观察章�
   }
   const help = await runScript("bench", ["--help"]);
   assert.equal(help.code, 0);
-  assert.match(help.stdout, /≥ 3 倍/);
+  assert.match(help.stdout, /≥ 4 倍/);
+  assert.match(help.stdout, /watch：保存/);
   assert.match(help.stdout, /--full/);
 });

@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { watchFooter } from "../scripts/engine/screen.ts";
+import { isEditorNoise } from "../scripts/engine/watch.ts";
 import { KIT, runScript, tempDir, TSX } from "./helpers.ts";
 import { card, practice, show, solveTo } from "./learner.ts";
 
@@ -103,6 +104,81 @@ describe("watch：保存即重跑，一屏看清当前实践", () => {
       assert.equal(await watch.interrupt(), 0);
     }
   });
+});
+
+describe("watch：编辑器的临时文件、一串保存、旧的编译输出", () => {
+  const progress = path.join(work.dir, "noise-progress.json");
+  const dir = path.join(work.dir, "pi-practice-03-noise");
+  const src = path.join(dir, "packages/pi-course/src");
+
+  before(async () => {
+    await practice("03", dir, progress);
+    await solveTo("03", dir, "target");
+  });
+
+  test("临时文件不触发运行也不出现在“触发”里；一串保存只运行一次；保存到结果有时限；删掉或编译失败的文件不由旧输出顶替", { timeout: 90_000 }, async () => {
+    const { target } = (await card("03")).commits;
+    const types = await show(target, "packages/pi-course/src/types.ts");
+    const stream = await show(target, "packages/pi-course/src/event-stream.ts");
+    const watch = new WatchProcess(["03", dir], progress);
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 1_500));
+    try {
+      assert.match(await watch.screen(1), /✓ 聚焦测试全部通过（4\/4）/);
+
+      // vim 的交换文件、备份与探测文件，sed -i 的临时文件，JetBrains 的安全写入，emacs 的锁与自动保存
+      const noise = ["types.ts.swp", ".types.ts.swx", "types.ts~", "4913", "sedAb12Cd", "types.ts___jb_tmp___", "types.ts___jb_old___", ".#types.ts", "#types.ts#"];
+      for (const name of noise) writeFileSync(path.join(src, name), "// 临时\n");
+      for (const name of noise) rmSync(path.join(src, name), { force: true });
+      await settle();
+      assert.equal(watch.screens().length, 1, "临时文件触发了运行");
+
+      // 一串保存（像“全部保存”，中间夹着编辑器的临时文件）：只运行一次，触发里只有真正的文件
+      writeFileSync(path.join(src, "types.ts___jb_tmp___"), types);
+      renameSync(path.join(src, "types.ts___jb_tmp___"), path.join(src, "types.ts"));
+      writeFileSync(path.join(src, "sedXy34Zw"), `${stream}\n// 改过\n`);
+      renameSync(path.join(src, "sedXy34Zw"), path.join(src, "event-stream.ts"));
+      const second = await watch.screen(2);
+      assert.match(second, /触发：packages\/pi-course\/src\/event-stream\.ts、packages\/pi-course\/src\/types\.ts\n/);
+      await settle();
+      assert.equal(watch.screens().length, 2, "一串保存运行了不止一次");
+
+      // 保存到结果：真实的数字在 npm run bench 里；这里的上限宽到繁忙的 CI 机器也够
+      const saved = performance.now();
+      writeFileSync(path.join(src, "types.ts"), types.replace('return texts.join("\\n");', 'return texts.join(" ");'));
+      const third = await watch.screen(3);
+      const latency = performance.now() - saved;
+      assert.ok(latency < 5_000, `保存到结果用了 ${Math.round(latency)} ms`);
+      assert.match(third, /实践 3\.1\s+✗/);
+      assert.match(third, /期望：'先读取\\n再回答'/);
+
+      // 编译失败的文件：测的是它这一次的输出（tsc 出错也照样写出），不是上一次编译通过的旧版本
+      writeFileSync(path.join(src, "types.ts"), types.replace('return texts.join("\\n");', "return texts.length;"));
+      const fourth = await watch.screen(4);
+      assert.match(fourth, /编译\s+✗ 1 条 tsc 错误/);
+      assert.match(fourth, /TS2322/);
+      assert.match(fourth, /实践 3\.1\s+✗/);
+
+      // 删掉源文件：dist/ 里它的旧 .js 不能让测试照样通过
+      writeFileSync(path.join(src, "types.ts"), types);
+      assert.match(await watch.screen(5), /✓ 聚焦测试全部通过（4\/4）/);
+      rmSync(path.join(src, "types.ts"));
+      const sixth = await watch.screen(6);
+      assert.match(sixth, /编译\s+✗/);
+      assert.doesNotMatch(sixth, /实践 3\.\d\s+✓/);
+      assert.doesNotMatch(sixth, /聚焦测试全部通过/);
+      writeFileSync(path.join(src, "types.ts"), types);
+      assert.match(await watch.screen(7), /✓ 聚焦测试全部通过（4\/4）/);
+    } finally {
+      assert.equal(await watch.interrupt(), 0, watch.stderr);
+    }
+  });
+});
+
+test("编辑器临时文件的名字", () => {
+  for (const name of ["a.ts.swp", "a.ts.swo", ".a.ts.swx", "a.ts~", "4913", "5036", "sedAb12Cd", "a.ts___jb_tmp___", "a.ts___jb_old___", ".#a.ts", "#a.ts#", "x.tmp"]) {
+    assert.equal(isEditorNoise(`src/${name}`), true, name);
+  }
+  for (const name of ["types.ts", "sed.ts", "sedimentary", "v4913.ts", "notes.md", "a.swp.ts"]) assert.equal(isEditorNoise(`src/${name}`), false, name);
 });
 
 test("页脚：在终端里列出按键，管道里只说保存即重跑、Ctrl-C 退出", () => {

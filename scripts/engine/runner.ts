@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { SourceMap } from "node:module";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 import { COURSE_PACKAGE, isInside } from "./paths.js";
 
@@ -54,12 +54,12 @@ export interface BuildOptions {
  * 先删掉 dist/：它只是编译产物，留着的话，这次没能编译出来的文件会由上一次的旧输出顶替，
  * 测试就会在旧代码上“通过”。删掉以后，测试只会运行这一次编译真正写出的东西。
  */
-export function buildProject(projectDir: string, options: BuildOptions = {}): Promise<BuildResult> {
-  const tsc = options.tsc ?? path.join(projectDir, "node_modules", "typescript", "bin", "tsc");
-  const args = [tsc, "-p", COURSE_PACKAGE, "--pretty", "false"];
+export async function buildProject(projectDir: string, options: BuildOptions = {}): Promise<BuildResult> {
+  const tsc = options.tsc ? { file: process.execPath, args: [options.tsc] } : await tscCommand(projectDir);
+  const args = [...tsc.args, "-p", COURSE_PACKAGE, "--pretty", "false"];
   rmSync(path.join(projectDir, COURSE_PACKAGE, "dist"), { recursive: true, force: true });
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, {
+    const child = spawn(tsc.file, args, {
       cwd: projectDir,
       stdio: ["ignore", "pipe", "pipe"],
       ...(options.signal ? { signal: options.signal } : {}),
@@ -73,6 +73,26 @@ export function buildProject(projectDir: string, options: BuildOptions = {}): Pr
       resolve({ ok: code === 0 && errors.length === 0, errors, output });
     });
   });
+}
+
+/**
+ * 项目的 TypeScript 怎样启动：TypeScript 7 的 npm 包只是一层 node 启动器，
+ * 真正的编译器是平台包里的原生可执行文件；直接运行它，既省掉一次 node 启动，
+ * 结束时也只有一个进程要收拾。找不到（例如别的 TypeScript 版本）就经 node 运行 bin/tsc。
+ */
+export async function tscCommand(projectDir: string): Promise<{ file: string; args: string[] }> {
+  const typescript = path.join(projectDir, "node_modules", "typescript");
+  const locator = path.join(typescript, "lib", "getExePath.js");
+  if (existsSync(locator)) {
+    try {
+      const module = (await import(pathToFileURL(locator).href)) as { default: () => string };
+      const exe = module.default();
+      if (existsSync(exe)) return { file: exe, args: [] };
+    } catch {
+      // 平台包缺失：退回启动器，由它给出原本的错误
+    }
+  }
+  return { file: process.execPath, args: [path.join(typescript, "bin", "tsc")] };
 }
 
 export function parseTscOutput(output: string): TscError[] {
@@ -140,7 +160,7 @@ function runOnce(
       const records = stdout
         .split("\n")
         .filter((line) => line.trim() !== "")
-        .map((line) => JSON.parse(line) as DriverOutcome & { skipped: boolean });
+        .map((line) => reviveOutcome(JSON.parse(line) as DriverOutcome & { skipped: boolean }));
       // 被名称过滤跳过的测试没有运行，不计入选中数。
       resolve(records.filter((record) => !record.skipped).map(({ skipped: _skipped, ...outcome }) => outcome));
     });
@@ -194,6 +214,44 @@ function classifyHangs(outcomes: readonly DriverOutcome[]): Array<DriverOutcome 
 function exactNames(names: readonly string[]): string {
   const escaped = [...new Set(names)].map((name) => name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
   return `^(?:${escaped.join("|")})$`;
+}
+
+/** test-driver.mjs 给 JSON 表达不了的值加的标记（正则、undefined、NaN、bigint、Map、Set）。 */
+const TAG = "$piCourse";
+
+export function reviveOutcome<T extends TestOutcome>(outcome: T): T {
+  if ("actual" in outcome) outcome.actual = reviveValue(outcome.actual);
+  if ("expected" in outcome) outcome.expected = reviveValue(outcome.expected);
+  return outcome;
+}
+
+/** 把 test-driver.mjs 编码过的断言值还原，显示时才是 /模式/ 而不是 {}。 */
+export function reviveValue(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(reviveValue);
+  if (value === null || typeof value !== "object") return value;
+  const record = value as Record<string, unknown>;
+  switch (record[TAG]) {
+    case "regexp":
+      try {
+        return new RegExp(String(record.source), String(record.flags ?? ""));
+      } catch {
+        return `/${String(record.source)}/${String(record.flags ?? "")}`;
+      }
+    case "undefined":
+      return undefined;
+    case "bigint":
+      return BigInt(String(record.text));
+    case "number":
+      return Number(record.text);
+    case "text":
+      return String(record.text);
+    case "map":
+      return new Map((record.entries as Array<[unknown, unknown]>).map(([key, item]) => [reviveValue(key), reviveValue(item)]));
+    case "set":
+      return new Set((record.values as unknown[]).map(reviveValue));
+    default:
+      return Object.fromEntries(Object.entries(record).map(([key, item]) => [key, reviveValue(item)]));
+  }
 }
 
 /** 失败发生在哪里：相对练习目录的路径与行列；compiled 表示只找到编译后的 .js（没有源码映射）。 */
@@ -276,7 +334,7 @@ export function isFileFailure(outcome: TestOutcome): boolean {
 /** 失败信息里是否出现了某个片段：同时查看信息文字和断言的 actual / expected。 */
 export function failureMentions(outcome: TestOutcome, fragment: string): boolean {
   const haystack = [outcome.message, outcome.actual, outcome.expected]
-    .map((value) => (typeof value === "string" ? value : value === undefined ? "" : safeJson(value)))
+    .map((value) => (typeof value === "string" ? value : value === undefined ? "" : value instanceof RegExp ? String(value) : safeJson(value)))
     .join("\n");
   return haystack.includes(fragment);
 }

@@ -2,9 +2,12 @@
 // 独立进程有两个原因：run() 拒绝在另一个测试文件内部递归运行；
 // 而且被测项目不该继承套件自己的加载器（例如 tsx）。
 import { existsSync, readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import path from "node:path";
 import { run } from "node:test";
 import { fileURLToPath } from "node:url";
+
+import { failureOf } from "./test-records.mjs";
 
 const { files, pattern, timeoutMs } = JSON.parse(process.argv[2] ?? "{}");
 
@@ -35,29 +38,12 @@ function fileOf(reported) {
 
 const stream = run({
   files,
-  concurrency: true,
+  // 每个文件在自己的子进程里，彼此独立：几个一起跑（verify 的更早章节大多在等计时器和网络，不在算）。
+  // 不全部同时开：章节测试里有几百毫秒到几秒的超时，开太多进程会让它们互相拖到超时（两核机器上是 3 个）
+  concurrency: Math.min(Math.max(files.length, 1), availableParallelism() + 1),
   timeout: timeoutMs,
   ...(pattern === undefined ? {} : { testNamePatterns: [pattern] }),
 });
-
-function serialisable(value) {
-  try {
-    JSON.stringify(value);
-    return value;
-  } catch {
-    return String(value);
-  }
-}
-
-function failureOf(error) {
-  const root = error?.cause ?? error;
-  if (root === null || typeof root !== "object") return { message: String(root) };
-  const failure = { message: String(root.message ?? root) };
-  if ("actual" in root) failure.actual = serialisable(root.actual);
-  if ("expected" in root) failure.expected = serialisable(root.expected);
-  if (typeof root.stack === "string") failure.stack = root.stack;
-  return failure;
-}
 
 // 整个文件没能运行时（例如 import 失败），node:test 只说 “test failed”；
 // 真正的原因在那个文件的 stderr 里，取出第一行错误作为信息。

@@ -6,7 +6,7 @@ import { practiceStart, readCommittedFile, type CourseHistory } from "./history.
 import { firstDeviation, labResults, patternsToIsolate, type Deviation, type EarlierResult, type LabResult, type TestFileChange } from "./labs.js";
 import { defaultPracticeDir, readPracticeMarker } from "./practice.js";
 import type { Progress } from "./progress.js";
-import { buildProject, compiledTestPath, failureLocation, isFileFailure, runTests, type BuildResult, type TestOutcome } from "./runner.js";
+import { buildProject, compiledTestPath, failureLocation, isFileFailure, runTests, type BuildResult, type TestOutcome, type TestReport } from "./runner.js";
 
 /**
  * 检查一个练习目录：编译、运行测试、按实践归类、找出第一处偏差。
@@ -37,6 +37,10 @@ export interface CheckOptions {
   /** scope 为 all 时用来核对测试文件是否与课程版本一致。 */
   integrity?: { kitRoot: string; history: CourseHistory };
   signal?: AbortSignal;
+  /** 换一种方式运行单个测试文件（watch 用预热的进程）；默认是 runner.runTests。 */
+  runFile?: (file: string, options: { pattern?: string; signal?: AbortSignal }) => Promise<TestReport>;
+  /** 已经编译好的结果（watch 一直开着的编译器给出的那一轮）：给了就不再冷启动 tsc。 */
+  compiled?: { build: BuildResult; ms: number };
 }
 
 export async function checkPractice(options: CheckOptions): Promise<PracticeCheck> {
@@ -44,21 +48,34 @@ export async function checkPractice(options: CheckOptions): Promise<PracticeChec
   const earlierChapters = scope === "all" ? options.chapters.filter((other) => other.id < chapter.id) : [];
   const signalOption = signal ? { signal } : {};
 
+  // 测试文件是否原样只读 git，与编译、测试互不相干：先开始，最后再等
+  const changes =
+    scope === "all" && options.integrity
+      ? testFileChanges(options.integrity.kitRoot, options.integrity.history, chapter, options.chapters, dir)
+      : Promise.resolve({ missing: [], modified: [] });
+  changes.catch(() => {}); // 出错时在下面 await 处抛出；这里只防止“未处理的拒绝”提前结束进程
+
   const buildStarted = performance.now();
-  const build = await buildProject(dir, signalOption);
-  const buildMs = performance.now() - buildStarted;
+  const build = options.compiled?.build ?? (await buildProject(dir, signalOption));
+  const buildMs = options.compiled?.ms ?? performance.now() - buildStarted;
 
   const focusedFile = compiledTestPath(dir, chapter.focusedTest.path);
   const earlierFiles = new Map(earlierChapters.map((other) => [compiledTestPath(dir, other.focusedTest.path), other]));
   const files = [focusedFile, ...earlierFiles.keys()].filter((file) => existsSync(file));
   const testStarted = performance.now();
-  const report = files.length > 0 ? await runTests(files, signalOption) : { tests: [], passed: 0, failed: 0 };
+  const runFile = options.runFile ?? ((file: string, more: { pattern?: string; signal?: AbortSignal }) => runTests([file], more));
+  const report =
+    files.length === 0
+      ? { tests: [], passed: 0, failed: 0 }
+      : files.length === 1 && files[0] !== undefined
+        ? await runFile(files[0], signalOption)
+        : await runTests(files, signalOption);
   const focused = report.tests.filter((test) => test.file === focusedFile);
   // 有失败时，按实践的 pattern 单独再跑一次：一个挂住的测试不该连累别的实践
   const isolated = new Map<string, TestOutcome[]>();
   if (existsSync(focusedFile) && !focused.some(isFileFailure)) {
     const patterns = patternsToIsolate(chapter, focused);
-    const reports = await Promise.all(patterns.map((pattern) => runTests([focusedFile], { pattern, ...signalOption })));
+    const reports = await Promise.all(patterns.map((pattern) => runFile(focusedFile, { pattern, ...signalOption })));
     patterns.forEach((pattern, index) => isolated.set(pattern, reports[index]?.tests ?? []));
   }
   const testMs = performance.now() - testStarted;
@@ -69,11 +86,7 @@ export async function checkPractice(options: CheckOptions): Promise<PracticeChec
     return { chapter: other, tests, passed, ok: passed === tests.length && tests.length === other.focusedTest.count };
   });
 
-  let missing: TestFileChange[] = [];
-  let modified: TestFileChange[] = [];
-  if (scope === "all" && options.integrity) {
-    ({ missing, modified } = await testFileChanges(options.integrity.kitRoot, options.integrity.history, chapter, options.chapters, dir));
-  }
+  const { missing, modified } = await changes;
   const found = firstDeviation({ chapter, build, focused, labs, earlier, missing, modified });
   // 抛出的错误只有一句信息不够：补上它在 packages/pi-course 里的第一帧位置
   const location = found?.kind === "test" ? failureLocation(found.test, dir) : undefined;
@@ -102,19 +115,18 @@ export async function testFileChanges(
   const target = history.chapters[chapter.id]?.target ?? start;
   const missing: TestFileChange[] = [];
   const modified: TestFileChange[] = [];
-  for (const other of chapters.filter((candidate) => candidate.id <= chapter.id)) {
-    const file = other.focusedTest.path;
-    const commit = other.id === chapter.id ? target : start;
-    let expected: string;
-    try {
-      expected = await readCommittedFile(kitRoot, commit, file);
-    } catch {
-      continue; // 那个提交里没有这个文件：不是练习目录该有的
-    }
+  const wanted = chapters
+    .filter((candidate) => candidate.id <= chapter.id)
+    .map((other) => ({ file: other.focusedTest.path, commit: other.id === chapter.id ? target : start }));
+  // 各章的文件彼此独立：一起读，结果仍按章节顺序
+  const expected = await Promise.all(wanted.map(({ file, commit }) => readCommittedFile(kitRoot, commit, file).catch(() => undefined)));
+  wanted.forEach(({ file, commit }, index) => {
+    const text = expected[index];
+    if (text === undefined) return; // 那个提交里没有这个文件：不是练习目录该有的
     const actualPath = path.join(dir, file);
     if (!existsSync(actualPath)) missing.push({ file, commit });
-    else if (normalise(readFileSync(actualPath, "utf8")) !== normalise(expected)) modified.push({ file, commit });
-  }
+    else if (normalise(readFileSync(actualPath, "utf8")) !== normalise(text)) modified.push({ file, commit });
+  });
   return { missing, modified };
 }
 

@@ -13,7 +13,8 @@ export interface WatchOptions {
   poll?: boolean;
   intervalMs?: number;
   debounceMs?: number;
-  onChange: (files: string[]) => void;
+  /** files：这一批改动的文件（已排序、去掉编辑器的临时文件）；lastEventAt：这一批最后一个事件的时刻（performance.now()）。 */
+  onChange: (files: string[], lastEventAt: number) => void;
   onFallback?: (reason: string) => void;
 }
 
@@ -23,12 +24,30 @@ export interface Watcher {
 }
 
 export const DEFAULT_POLL_INTERVAL_MS = 400;
-export const DEFAULT_DEBOUNCE_MS = 150;
+/**
+ * 一次保存在磁盘上是一串事件（写临时文件、改名、截断再写），“全部保存”是几个文件的一串；
+ * 它们之间只隔几毫秒。安静这么久才算一批：足以把一串合成一次运行，又不拖慢保存到结果的时间。
+ */
+export const DEFAULT_DEBOUNCE_MS = 40;
 
-/** 编辑器保存时留下的临时文件：它们的变化不值得重跑一次。 */
+/**
+ * 编辑器与工具保存时留下的临时文件：它们既不触发运行，也不出现在“触发”里。
+ * vim 的交换文件（.swp/.swo/…）、备份（file~）和探测文件（4913 这类纯数字名）；
+ * sed -i 的 sedXXXXXX；JetBrains 安全写入的 ___jb_tmp___ / ___jb_old___；
+ * emacs 的锁 .#file 与自动保存 #file#；以及 .tmp。
+ */
 export function isEditorNoise(relative: string): boolean {
   const name = path.posix.basename(relative);
-  return name.endsWith("~") || /\.(swp|swx|swo|tmp)$/.test(name) || name.startsWith(".#") || name === "4913";
+  return (
+    name.endsWith("~") ||
+    /\.sw[a-px]$/.test(name) ||
+    name.endsWith(".tmp") ||
+    /^\d+$/.test(name) ||
+    /^sed[A-Za-z0-9]{6}$/.test(name) ||
+    /___jb_(tmp|old)___$/.test(name) ||
+    name.startsWith(".#") ||
+    (name.startsWith("#") && name.endsWith("#"))
+  );
 }
 
 export function watchTree(options: WatchOptions): Watcher {
@@ -36,17 +55,19 @@ export function watchTree(options: WatchOptions): Watcher {
   const ignore = (relative: string) => isEditorNoise(relative) || (options.ignore?.(relative) ?? false);
   const pending = new Set<string>();
   let timer: NodeJS.Timeout | undefined;
+  let lastEventAt = 0;
   let closed = false;
 
   const changed = (relative: string) => {
     if (closed || ignore(relative)) return;
     pending.add(relative);
+    lastEventAt = performance.now();
     if (timer) clearTimeout(timer);
     timer = setTimeout(() => {
       timer = undefined;
       const files = [...pending].sort();
       pending.clear();
-      if (!closed) options.onChange(files);
+      if (!closed) options.onChange(files, lastEventAt);
     }, debounceMs);
   };
 
@@ -54,7 +75,7 @@ export function watchTree(options: WatchOptions): Watcher {
   let mode: Watcher["mode"] = "poll";
   if (!options.poll) {
     try {
-      inner = watchEvents(options.root, changed, (reason) => {
+      inner = watchEvents(options.root, ignore, changed, (reason) => {
         // 事件监视中途出错（例如 inotify 句柄用完）：换成轮询，继续工作
         if (closed) return;
         inner?.close();
@@ -81,12 +102,73 @@ export function watchTree(options: WatchOptions): Watcher {
   };
 }
 
-function watchEvents(root: string, changed: (relative: string) => void, failed: (reason: string) => void): { close(): void } {
+function watchEvents(
+  root: string,
+  ignore: (relative: string) => boolean,
+  changed: (relative: string) => void,
+  failed: (reason: string) => void,
+): { close(): void } {
+  if (process.platform === "linux") return watchDirectories(root, ignore, changed, failed);
   const watcher: FSWatcher = watch(root, { recursive: true }, (_event, filename) => {
     if (filename) changed(String(filename).split(path.sep).join("/"));
   });
   watcher.on("error", (error: NodeJS.ErrnoException) => failed(`文件变更事件出错（${error.code ?? error.message}），改用轮询`));
   return { close: () => watcher.close() };
+}
+
+/**
+ * Linux 上每个目录各监视一次（不用 recursive）：Node 的递归监视在 Linux 上是逐个文件挂上去的，
+ * 编辑器“写临时文件再改名”保存一次之后，那个文件换了 inode，之后的保存就再也收不到了。
+ * 目录的监视按名字报告其中文件的写入与改名，不受 inode 更换影响；新建的子目录随时补上。
+ */
+function watchDirectories(
+  root: string,
+  ignore: (relative: string) => boolean,
+  changed: (relative: string) => void,
+  failed: (reason: string) => void,
+): { close(): void } {
+  const watchers = new Map<string, FSWatcher>();
+  const add = (relative: string) => {
+    if (watchers.has(relative) || path.posix.basename(relative) === "node_modules" || (relative !== "" && ignore(relative))) return;
+    const dir = relative === "" ? root : path.join(root, relative);
+    const onEvent = (_event: string, filename: string | Buffer | null) => {
+      if (!filename) return;
+      const child = relative === "" ? String(filename) : `${relative}/${String(filename)}`;
+      changed(child);
+      try {
+        if (statSync(path.join(root, child)).isDirectory()) add(child);
+      } catch {
+        // 被删掉或改名了：目录的监视随它一起失效
+      }
+    };
+    let watcher: FSWatcher | undefined;
+    let entries;
+    try {
+      watcher = watch(dir, onEvent);
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch (error) {
+      watcher?.close();
+      if (relative === "") throw error; // 根目录都监视不了：由调用方退回轮询
+      return; // 子目录刚被删掉
+    }
+    const opened = watcher;
+    opened.on("error", (error: NodeJS.ErrnoException) => {
+      opened.close();
+      watchers.delete(relative);
+      if (relative === "") failed(`文件变更事件出错（${error.code ?? error.message}），改用轮询`);
+    });
+    watchers.set(relative, opened);
+    for (const entry of entries) {
+      if (entry.isDirectory()) add(relative === "" ? entry.name : `${relative}/${entry.name}`);
+    }
+  };
+  add("");
+  return {
+    close: () => {
+      for (const watcher of watchers.values()) watcher.close();
+      watchers.clear();
+    },
+  };
 }
 
 function watchPolling(

@@ -1,0 +1,82 @@
+import { spawn } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+
+import type { Chapter } from "./chapters.js";
+import { CourseError } from "./errors.js";
+
+/**
+ * watch 的“保存 → 结果”：像学习者一样启动 npm run watch 的同一个脚本，
+ * 在做完的练习目录里保存本章故障实验的改动（结果是当前实践与第一处偏差），
+ * 从写完文件到那一屏出现在标准输出上计时；再把文件改回去（全部通过的一屏），也计时。
+ */
+export interface WatchSamples {
+  /** 保存故障实验的改动 → 出现偏差的那一屏。 */
+  failing: number[];
+  /** 改回去 → 全部通过的那一屏。 */
+  passing: number[];
+}
+
+const SCREEN_END = /监视中（(文件事件|轮询)）：[^\n]*\n/g;
+
+export async function watchLatency(kitRoot: string, chapter: Chapter, dir: string, runs: number, env: NodeJS.ProcessEnv): Promise<WatchSamples> {
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(kitRoot, "scripts", "watch.ts"), chapter.id, dir], {
+    cwd: kitRoot,
+    env: { ...process.env, NO_COLOR: "1", INIT_CWD: kitRoot, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  const waiters: Array<() => void> = [];
+  child.stdout.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString("utf8");
+    for (const wake of waiters.splice(0)) wake();
+  });
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+  const closed = new Promise<void>((resolve) => child.on("close", () => resolve()));
+  const screens = () => [...stdout.matchAll(SCREEN_END)].length;
+  const screen = async (n: number): Promise<string> => {
+    const deadline = Date.now() + 60_000;
+    while (screens() < n) {
+      if (child.exitCode !== null || Date.now() > deadline) {
+        throw new CourseError("BENCH_WATCH_FAILED", `watch 没有画出第 ${n} 屏：${stderr.trim().split("\n")[0] ?? ""}`);
+      }
+      await Promise.race([new Promise<void>((resolve) => waiters.push(resolve)), new Promise((resolve) => setTimeout(resolve, 200))]);
+    }
+    return stdout.split("─".repeat(60)).at(-1) ?? "";
+  };
+
+  const originals = new Map(chapter.fault.mutations.map((mutation) => [mutation.file, readFileSync(path.join(dir, mutation.file), "utf8")]));
+  const broken = new Map<string, string>();
+  for (const mutation of chapter.fault.mutations) {
+    const source = broken.get(mutation.file) ?? originals.get(mutation.file) ?? "";
+    broken.set(mutation.file, source.replace(mutation.find, () => mutation.replace));
+  }
+  const save = (contents: Map<string, string>) => {
+    for (const [file, text] of contents) writeFileSync(path.join(dir, file), text);
+  };
+  const samples: WatchSamples = { failing: [], passing: [] };
+  try {
+    let shown = 1;
+    await screen(shown);
+    for (let run = 0; run < runs; run++) {
+      await new Promise((resolve) => setTimeout(resolve, 300)); // 像人一样：两次保存之间总有停顿
+      let started = performance.now();
+      save(broken);
+      const failing = await screen(++shown);
+      samples.failing.push(performance.now() - started);
+      if (!/第一处偏差/.test(failing)) throw new CourseError("BENCH_WATCH_FAILED", "故障实验的改动没有让 watch 显示偏差");
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      started = performance.now();
+      save(originals);
+      const passing = await screen(++shown);
+      samples.passing.push(performance.now() - started);
+      if (!/聚焦测试全部通过/.test(passing)) throw new CourseError("BENCH_WATCH_FAILED", "改回去之后 watch 没有显示全部通过");
+    }
+  } finally {
+    save(originals);
+    child.kill("SIGINT");
+    await closed;
+  }
+  return samples;
+}
