@@ -1,9 +1,10 @@
 import { execFile } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, unlinkSync, watch } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, unlinkSync, watch } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
 import { findChapter, type Chapter } from "./chapters.js";
+import { createLink, expectedLinks, isSymlink, linkedGroupDirs } from "./links.js";
 import { isCourseError } from "./errors.js";
 import { inspectHistory, locateGitDir, practiceStart, shortHash, type CourseHistory } from "./history.js";
 import { COURSE_BRANCH, COURSE_PACKAGE, isInside } from "./paths.js";
@@ -296,25 +297,25 @@ export async function checkPracticeDir(options: {
   return checks;
 }
 
-/** 练习目录的 node_modules 是逐项指向套件依赖的链接；找出缺的、断的，以及不该有的 @pi。 */
-export function brokenLinks(kitRoot: string, dir: string): { missing: string[]; broken: string[]; forbidden: boolean } {
-  const source = path.join(kitRoot, "node_modules");
+/**
+ * 练习目录的 node_modules 是逐个包指向套件依赖的链接（links.ts）；找出缺的、断的、
+ * 旧布局里整个 @scope / .bin 的目录链接（npm install 会顺着它删进套件），以及不该有的 @pi。
+ */
+export function brokenLinks(kitRoot: string, dir: string): { missing: string[]; broken: string[]; grouped: string[]; forbidden: boolean } {
   const target = path.join(dir, "node_modules");
-  const expected = existsSync(source) ? readdirSync(source).filter((entry) => entry !== "@pi" && !entry.startsWith(".package-lock")) : [];
+  const grouped = linkedGroupDirs(dir);
   const missing: string[] = [];
   const broken: string[] = [];
-  for (const entry of expected) {
-    const link = path.join(target, entry);
-    let isLink = false;
-    try {
-      isLink = lstatSync(link).isSymbolicLink();
-    } catch {
-      missing.push(entry);
+  for (const { name } of expectedLinks(kitRoot)) {
+    if (grouped.some((group) => name.startsWith(`${group}/`))) continue; // 整组会在修复时换成逐个链接
+    const link = path.join(target, name);
+    if (!isSymlink(link)) {
+      if (!existsSync(link)) missing.push(name);
       continue;
     }
-    if (isLink && !existsSync(link)) broken.push(entry);
+    if (!existsSync(link)) broken.push(name);
   }
-  return { missing, broken, forbidden: existsSync(path.join(target, "@pi")) };
+  return { missing, broken, grouped, forbidden: existsSync(path.join(target, "@pi")) };
 }
 
 function checkLinks(kitRoot: string, dir: string, chapter: Chapter): DoctorCheck {
@@ -322,7 +323,15 @@ function checkLinks(kitRoot: string, dir: string, chapter: Chapter): DoctorCheck
   if (!existsSync(path.join(dir, "node_modules"))) {
     return { title, status: "fail", detail: "没有 node_modules", fix: `npm run doctor -- ${chapter.id} ${dir} --fix` };
   }
-  const { missing, broken, forbidden } = brokenLinks(kitRoot, dir);
+  const { missing, broken, grouped, forbidden } = brokenLinks(kitRoot, dir);
+  if (grouped.length > 0) {
+    return {
+      title,
+      status: "fail",
+      detail: `${grouped.join("、")} 整个目录链接到套件：在练习目录里 npm install 会顺着它删掉套件的依赖`,
+      fix: `npm run doctor -- ${chapter.id} ${dir} --fix`,
+    };
+  }
   if (forbidden) {
     return { title, status: "fail", detail: "node_modules 里有 @pi：import 可能解析到套件里的最终答案", fix: `npm run doctor -- ${chapter.id} ${dir} --fix` };
   }
@@ -333,23 +342,28 @@ function checkLinks(kitRoot: string, dir: string, chapter: Chapter): DoctorCheck
   return { title, status: "ok", detail: "指向套件的依赖，完好" };
 }
 
-/** 重新链接练习目录的依赖：只动符号链接（缺的补上、断的重建、@pi 移除），从不删除真正的文件。 */
+/** 重新链接练习目录的依赖：只动符号链接（缺的补上、断的重建、整组的拆成逐个、@pi 移除），从不删除真正的文件。 */
 export function repairLinks(kitRoot: string, dir: string): string[] {
   const actions: string[] = [];
   const target = path.join(dir, "node_modules");
   mkdirSync(target, { recursive: true });
-  const { missing, broken, forbidden } = brokenLinks(kitRoot, dir);
+  const { missing, broken, grouped, forbidden } = brokenLinks(kitRoot, dir);
   if (forbidden) {
     const pi = path.join(target, "@pi");
     if (lstatSync(pi).isSymbolicLink()) unlinkSync(pi);
     else rmSync(pi, { recursive: true, force: true }); // 只可能是在练习目录里 npm install 装进来的工作区链接
     actions.push("移除了 node_modules/@pi");
   }
+  for (const group of grouped) {
+    unlinkSync(path.join(target, group)); // 只删这个链接本身，链接指向的套件目录原样不动
+    missing.push(...expectedLinks(kitRoot).filter((link) => link.name.startsWith(`${group}/`)).map((link) => link.name));
+  }
   for (const entry of broken) {
     unlinkSync(path.join(target, entry));
     missing.push(entry);
   }
-  for (const entry of missing) symlinkSync(path.join(kitRoot, "node_modules", entry), path.join(target, entry), "junction");
+  const sources = new Map(expectedLinks(kitRoot).map((link) => [link.name, link.source]));
+  for (const name of missing) createLink(dir, { name, source: sources.get(name) ?? path.join(kitRoot, "node_modules", name) });
   if (missing.length > 0) actions.push(`重新链接了 ${missing.length} 项依赖：${missing.slice(0, 5).join("、")}${missing.length > 5 ? " 等" : ""}`);
   return actions;
 }
