@@ -4,6 +4,7 @@ import { openChapter } from "./engine/course.js";
 import { CourseError } from "./engine/errors.js";
 import { practiceStart, shortHash } from "./engine/history.js";
 import { currentLab } from "./engine/labs.js";
+import { withPracticeLock } from "./engine/practice-lock.js";
 import { KIT_ROOT } from "./engine/paths.js";
 import { openPracticeDir } from "./engine/practice.js";
 import { hintsShown, loadProgress, progressPath, recordVerified, updateProgress } from "./engine/progress.js";
@@ -43,7 +44,7 @@ await runCommand(async () => {
   const { dir, explicit } = choosePracticeDir(KIT_ROOT, chapter, loaded.progress, dirInput, userCwd());
   const marker = openPracticeDir(dir, chapter, explicit);
 
-  const check = await checkPractice({ dir, chapter, chapters, scope: "all", integrity: { kitRoot: KIT_ROOT, history } });
+  const check = await withPracticeLock(dir, () => checkPractice({ dir, chapter, chapters, scope: "all", integrity: { kitRoot: KIT_ROOT, history } }));
   const target = history.chapters[chapter.id]?.target ?? "";
 
   let progress = loaded.progress;

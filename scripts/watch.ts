@@ -7,6 +7,7 @@ import { LADDER_HEIGHT, nextHint } from "./engine/hints.js";
 import { currentLab } from "./engine/labs.js";
 import { COURSE_PACKAGE, KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
 import { openPracticeDir } from "./engine/practice.js";
+import { withPracticeLock } from "./engine/practice-lock.js";
 import { hintsShown, inspectProgress, loadProgress, progressPath, recordHint, updateProgress } from "./engine/progress.js";
 import { buildLine, deviationLines, hintLine, labLines, seconds, watchFooter, type Painter } from "./engine/screen.js";
 import { checkPractice, choosePracticeDir, type PracticeCheck } from "./engine/verify.js";
@@ -109,7 +110,9 @@ class Session {
     this.runs += 1;
     const started = performance.now();
     try {
-      this.last = await checkPractice({ dir: this.dir, chapter: this.chapter, chapters: this.chapters, scope: "focused", signal: controller.signal });
+      this.last = await withPracticeLock(this.dir, () =>
+        checkPractice({ dir: this.dir, chapter: this.chapter, chapters: this.chapters, scope: "focused", signal: controller.signal }),
+      );
       this.render(performance.now() - started);
     } catch (error) {
       if (controller.signal.aborted) return;

@@ -105,6 +105,7 @@ export function runTests(
   const request = JSON.stringify({ files, pattern: options.pattern, timeoutMs: options.timeoutMs ?? 60_000 });
   const env = { ...process.env };
   delete env.NODE_TEST_CONTEXT; // 否则子进程里的 run() 会以为自己嵌套在另一个测试里
+  delete env.PI_COURSE_PROGRESS; // 学习者的代码不该知道、更不该碰进度文件在哪里
   // 不继承套件的 NODE_OPTIONS（例如 tsx 加载器）；只打开源码映射：
   // run() 的测试子进程继承这个环境，有 .js.map 时错误堆栈直接指向 .ts 源码。
   env.NODE_OPTIONS = "--enable-source-maps";
