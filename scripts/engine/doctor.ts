@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, unlinkSync, watch } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, unlinkSync, watch, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
@@ -222,6 +222,8 @@ export async function checkPracticeDir(options: {
   history: CourseHistory | undefined;
   dir: string;
   explicit: boolean;
+  /** 进度里记下的本章练习目录。 */
+  recordedDir?: string;
 }): Promise<DoctorCheck[]> {
   const { kitRoot, chapter, dir } = options;
   const title = `练习目录（第 ${chapter.id} 章）`;
@@ -265,7 +267,25 @@ export async function checkPracticeDir(options: {
     checks.push({ title: "  位置", status: "fail", detail: "在课程套件之内：模块解析会找到最终答案", fix: `npm run practice -- ${chapter.id}（默认建在套件旁边）` });
   }
   if (marker.kitRoot && path.resolve(marker.kitRoot) !== path.resolve(kitRoot)) {
-    checks.push({ title: "  来源", status: "warn", detail: `由另一份课程套件创建（${marker.kitRoot}）`, fix: `用那份套件运行命令，或 npm run practice -- ${chapter.id} 重新创建` });
+    checks.push(
+      kitMoved(marker.kitRoot)
+        ? {
+            title: "  来源",
+            status: "fail",
+            detail: `记下的课程套件 ${marker.kitRoot} 不在了（套件被移动或改名了）：练习目录里的命令找不到套件`,
+            fix: `npm run doctor -- ${chapter.id} ${dir} --fix（改记成这份套件，并重新链接依赖）`,
+          }
+        : { title: "  来源", status: "warn", detail: `由另一份课程套件创建（${marker.kitRoot}）`, fix: `用那份套件运行命令，或 npm run practice -- ${chapter.id} 重新创建` },
+    );
+  }
+  const recorded = options.recordedDir;
+  if (recorded !== undefined && path.resolve(recorded) !== path.resolve(dir) && !existsSync(recorded)) {
+    checks.push({
+      title: "  记录",
+      status: "warn",
+      detail: `进度里记下的第 ${chapter.id} 章练习目录 ${recorded} 不在了（目录被移动了？），省略目录的命令会找不到它`,
+      fix: `npm run doctor -- ${chapter.id} ${dir} --fix（改记成 ${dir}）`,
+    });
   }
   if (options.history) {
     const start = practiceStart(chapter, options.history);
@@ -366,6 +386,24 @@ export function repairLinks(kitRoot: string, dir: string): string[] {
   for (const name of missing) createLink(dir, { name, source: sources.get(name) ?? path.join(kitRoot, "node_modules", name) });
   if (missing.length > 0) actions.push(`重新链接了 ${missing.length} 项依赖：${missing.slice(0, 5).join("、")}${missing.length > 5 ? " 等" : ""}`);
   return actions;
+}
+
+/** 练习目录记下的套件已经不在原处：它被移动或改名了，可以改记成现在这份。 */
+function kitMoved(recordedKit: string): boolean {
+  return !existsSync(path.join(recordedKit, "scripts", "doctor.ts"));
+}
+
+/**
+ * 套件被移动或改名后，把练习目录标记里的套件位置改记成现在这份（只改 kitRoot 一个字段）。
+ * 记下的套件还在时什么也不做：那是另一份套件创建的练习目录，不替学习者改主意。
+ */
+export function repairMarker(kitRoot: string, dir: string): string[] {
+  const marker = readPracticeMarker(dir);
+  if (!marker || path.resolve(marker.kitRoot) === path.resolve(kitRoot) || !kitMoved(marker.kitRoot)) return [];
+  const file = path.join(dir, PRACTICE_MARKER);
+  const raw = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
+  writeFileSync(file, `${JSON.stringify({ ...raw, kitRoot }, null, 2)}\n`);
+  return [`练习目录记下的课程套件改成了 ${kitRoot}（原来的 ${marker.kitRoot} 已不在）`];
 }
 
 /** 文件监视能否工作：WSL 的 /mnt 与网络盘通常收不到变更事件。 */
