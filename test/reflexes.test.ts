@@ -1,7 +1,7 @@
 // 学习者顺手会做的事、同时运行与中途打断：每一条都在真实目录里用子进程复现。
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
@@ -24,6 +24,16 @@ function listTree(root: string): string[] {
   return out.sort();
 }
 
+const progressFile = path.join(work.dir, "npm-progress.json");
+
+/** 像学习者那样经 npm 运行（真实的 npm，真实的 INIT_CWD）。 */
+function npm(cwd: string, args: string[]) {
+  return spawnProcess("npm", args, {
+    cwd,
+    env: { ...process.env, NO_COLOR: "1", PI_COURSE_PROGRESS: progressFile, npm_config_update_notifier: "false", INIT_CWD: undefined },
+  });
+}
+
 describe("练习目录里顺手运行 npm install", () => {
   let kit: string;
   before(async () => {
@@ -37,7 +47,7 @@ describe("练习目录里顺手运行 npm install", () => {
 
   test("npm install 不会删掉套件的任何依赖文件", { timeout: 120_000 }, async () => {
     const dir = path.join(work.dir, "npm-practice");
-    const made = await runScript("practice", ["03", dir], { kit });
+    const made = await runScript("practice", ["00", dir], { kit });
     assert.equal(made.code, 0, made.stderr);
     const before = listTree(path.join(kit, "node_modules"));
     const installed = await spawnProcess("npm", ["install", "--offline", "--no-audit", "--no-fund"], {
@@ -45,6 +55,69 @@ describe("练习目录里顺手运行 npm install", () => {
       env: { ...process.env, npm_config_update_notifier: "false" },
     });
     assert.deepEqual(listTree(path.join(kit, "node_modules")), before, installed.stdout + installed.stderr);
+    // npm install 之后（postinstall）依赖重新链接好了：照常编译
+    assert.equal(installed.code, 0, installed.stdout + installed.stderr);
+    const built = await npm(dir, ["run", "-s", "build"]);
+    assert.equal(built.code, 0, built.stdout + built.stderr);
+  });
+
+  test("练习目录的子目录里（packages/pi-course、src）直接 npm run verify；npm run -s 加 --json 的输出是合法 JSON", { timeout: 180_000 }, async () => {
+    const dir = path.join(work.dir, "sub-practice");
+    assert.equal((await runScript("practice", ["00", dir], { kit })).code, 0);
+    for (const sub of ["packages/pi-course", "packages/pi-course/src"]) {
+      const result = await npm(path.join(dir, sub), ["run", "-s", "verify", "--", "--json"]);
+      assert.equal(result.code, 0, result.stdout + result.stderr);
+      const report = JSON.parse(result.stdout) as { chapter: string; passed: boolean; dir: string };
+      assert.deepEqual([report.chapter, report.passed, report.dir], ["00", true, dir]);
+    }
+    const hinted = await npm(path.join(dir, "packages/pi-course/src"), ["run", "-s", "hint", "--", "0.1"]);
+    assert.equal(hinted.code, 0, hinted.stdout + hinted.stderr);
+    assert.match(hinted.stdout, /实践 0\.1/);
+  });
+
+  test("练习目录被移动：doctor --fix 把进度里的位置改记成新目录", { timeout: 120_000 }, async () => {
+    const dir = path.join(work.dir, "move-practice");
+    assert.equal((await npm(kit, ["run", "-s", "practice", "--", "00", dir])).code, 0);
+    const moved = `${dir}-moved`;
+    renameSync(dir, moved);
+    const inside = await npm(moved, ["run", "-s", "verify"]);
+    assert.equal(inside.code, 0, inside.stdout + inside.stderr);
+    const fixed = await npm(kit, ["run", "-s", "doctor", "--", "00", moved, "--fix"]);
+    assert.match(fixed.stdout, /改记成/);
+    const progress = JSON.parse(readFileSync(progressFile, "utf8")) as { practiceDirs: Record<string, string> };
+    assert.equal(progress.practiceDirs["00"], moved);
+  });
+
+  test("课程套件被移动：练习目录里的命令说明怎么修而不是说“不是练习目录”，doctor --fix 修好", { timeout: 180_000 }, async () => {
+    const dir = path.join(work.dir, "kit-move-practice");
+    assert.equal((await runScript("practice", ["00", dir], { kit })).code, 0);
+    const movedKit = `${kit}-moved`;
+    renameSync(kit, movedKit);
+    try {
+      const lost = await npm(dir, ["run", "-s", "verify"]);
+      assert.equal(lost.code, 1);
+      assert.equal(lost.stderr.trim().split("\n").length, 1, lost.stderr);
+      assert.match(lost.stderr, /不在了.*npm run doctor -- .* --fix/);
+      assert.doesNotMatch(lost.stderr, /不是练习目录/);
+      const fixed = await npm(movedKit, ["run", "-s", "doctor", "--", dir, "--fix"]);
+      assert.equal(fixed.code, 0, fixed.stdout + fixed.stderr);
+      const again = await npm(dir, ["run", "-s", "verify"]);
+      assert.equal(again.code, 0, again.stdout + again.stderr);
+    } finally {
+      renameSync(movedKit, kit);
+    }
+  });
+
+  test("套件的依赖不见了：npm run doctor 和练习目录里的 verify 都只说一句该运行什么", { timeout: 120_000 }, async () => {
+    const dir = path.join(work.dir, "nodeps-practice");
+    assert.equal((await runScript("practice", ["00", dir], { kit })).code, 0);
+    rmSync(path.join(kit, "node_modules"), { recursive: true, force: true });
+    for (const [cwd, script] of [[kit, "doctor"], [dir, "verify"], [dir, "doctor"]] as const) {
+      const result = await npm(cwd, ["run", "-s", script]);
+      assert.equal(result.code, 1, result.stderr);
+      assert.equal(result.stderr.trim().split("\n").length, 1, result.stderr);
+      assert.match(result.stderr, /^错误：.*npm ci.*npm run doctor -- --fix/);
+    }
   });
 });
 
