@@ -93,6 +93,8 @@ export function compiledTestPath(projectDir: string, testSource: string): string
 }
 
 const DRIVER = fileURLToPath(new URL("./test-driver.mjs", import.meta.url));
+/** 冻结 node:assert 的预加载模块（见 test-guard.mjs）；文件 URL 里没有空格，可以直接写进 NODE_OPTIONS。 */
+const TEST_GUARD = new URL("./test-guard.mjs", import.meta.url).href;
 
 /**
  * 用 node:test 的 run() 运行测试文件：在独立子进程里调用（见 test-driver.mjs），
@@ -108,7 +110,7 @@ export function runTests(
   delete env.PI_COURSE_PROGRESS; // 学习者的代码不该知道、更不该碰进度文件在哪里
   // 不继承套件的 NODE_OPTIONS（例如 tsx 加载器）；只打开源码映射：
   // run() 的测试子进程继承这个环境，有 .js.map 时错误堆栈直接指向 .ts 源码。
-  env.NODE_OPTIONS = "--enable-source-maps";
+  env.NODE_OPTIONS = `--enable-source-maps --import=${TEST_GUARD}`;
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [DRIVER, request], {
       env,
