@@ -13,12 +13,13 @@ import {
   checkProgressFile,
   doctorArguments,
   repairLinks,
+  repairMarker,
   type DoctorCheck,
 } from "./engine/doctor.js";
 import { CourseError, isCourseError } from "./engine/errors.js";
 import { ensureHistory, type CourseHistory } from "./engine/history.js";
 import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
-import { emptyProgress, inspectProgress, progressPath } from "./engine/progress.js";
+import { emptyProgress, inspectProgress, progressPath, updateProgress } from "./engine/progress.js";
 import { nextChapter } from "./engine/syllabus.js";
 import { choosePracticeDir } from "./engine/verify.js";
 
@@ -86,10 +87,16 @@ await runCommand(async () => {
     const target = chapter ?? fromDir ?? nextChapter(chapters, progress) ?? chapters.at(-1);
     if (target) {
       const { dir, explicit } = choosePracticeDir(KIT_ROOT, target, progress, dirInput, userCwd());
-      let practice = await checkPracticeDir({ kitRoot: KIT_ROOT, chapter: target, chapters, history, dir, explicit });
-      if (values.fix && practice.some((check) => check.title.includes("依赖链接") && check.status === "fail")) {
+      const recordedDir = progress.practiceDirs[target.id];
+      let practice = await checkPracticeDir({ kitRoot: KIT_ROOT, chapter: target, chapters, history, dir, explicit, recordedDir });
+      const needs = (title: string, ...statuses: DoctorCheck["status"][]) =>
+        practice.some((check) => check.title.includes(title) && statuses.includes(check.status));
+      if (values.fix && (needs("依赖链接", "fail") || needs("来源", "fail") || needs("记录", "warn"))) {
+        // 套件或练习目录被移动过：先改记位置，再按新的套件重新链接依赖
+        if (needs("来源", "fail")) actions.push(...repairMarker(KIT_ROOT, dir));
+        if (needs("记录", "warn")) actions.push(rememberMovedDir(file, target.id, dir));
         actions.push(...repairLinks(KIT_ROOT, dir));
-        practice = await checkPracticeDir({ kitRoot: KIT_ROOT, chapter: target, chapters, history, dir, explicit });
+        practice = await checkPracticeDir({ kitRoot: KIT_ROOT, chapter: target, chapters, history, dir, explicit, recordedDir: dir });
       }
       checks.push(...practice);
     }
@@ -118,3 +125,11 @@ await runCommand(async () => {
   if (failed > 0) throw new CourseError("DOCTOR_FAILED", `体检发现 ${failed} 个问题${warned > 0 ? `、${warned} 个提醒` : ""}（修复办法见上）`);
   console.log(warned > 0 ? paint("yellow", `没有阻碍学习的问题；${warned} 个提醒见上。`) : paint("green", "一切正常，可以开始学习。"));
 });
+
+/** 练习目录被移动后，进度里改记它的新位置（省略目录的 verify / hint / watch 用的就是这一条）。 */
+function rememberMovedDir(file: string, chapterId: string, dir: string): string {
+  updateProgress(file, (progress) => {
+    progress.practiceDirs[chapterId] = dir;
+  });
+  return `进度里第 ${chapterId} 章的练习目录改记成 ${dir}`;
+}

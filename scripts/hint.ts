@@ -4,6 +4,7 @@ import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
 import { usageError } from "./engine/errors.js";
 import { findLab, LADDER_HEIGHT, levelName, nextHint } from "./engine/hints.js";
 import { currentLab } from "./engine/labs.js";
+import { withPracticeLock } from "./engine/practice-lock.js";
 import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
 import { openPracticeDir } from "./engine/practice.js";
 import { hintsShown, loadProgress, progressPath, recordHint, updateProgress, type Progress } from "./engine/progress.js";
@@ -98,7 +99,7 @@ async function failingLab(
     if (!lab) throw error;
     return { lab, reason: `（没找到第 ${chapter.id} 章的练习目录，按顺序给实践 ${lab.id} 的提示）` };
   }
-  const check = await checkPractice({ dir, chapter, chapters, scope: "focused" });
+  const check = await withPracticeLock(dir, () => checkPractice({ dir, chapter, chapters, scope: "focused" }));
   const failing = currentLab(check.labs);
   if (!failing) return undefined;
   return { lab: failing.lab, reason: `（${dir} 里实践 ${failing.lab.id} 还没通过，所以给它的提示）` };

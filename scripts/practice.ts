@@ -4,7 +4,7 @@ import { BUILD_COMMAND, runCommand as focusedRun } from "./engine/card.js";
 import { chapterAndDir, paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
 import { openChapter } from "./engine/course.js";
 import { KIT_ROOT } from "./engine/paths.js";
-import { createPractice, defaultPracticeDir } from "./engine/practice.js";
+import { createPractice, defaultPracticeDir, interruptible } from "./engine/practice.js";
 import { describeFirstRed } from "./engine/card.js";
 import { shortHash } from "./engine/history.js";
 import { progressPath, updateProgress } from "./engine/progress.js";
@@ -24,9 +24,13 @@ await runCommand(async () => {
     return;
   }
   const [chapterInput, dirInput] = chapterAndDir(positionals);
-  const { chapter, history } = await openChapter(chapterInput);
-  const dir = dirInput === undefined ? defaultPracticeDir(KIT_ROOT, chapter) : path.resolve(userCwd(), dirInput);
-  const { start } = await createPractice({ kitRoot: KIT_ROOT, chapter, history, dir });
+  // 第一次运行还要构建课程历史：从这里起 Ctrl-C 都先结束 git、删掉临时目录再退出
+  const { chapter, dir, start } = await interruptible(async (stop) => {
+    const { chapter, history } = await openChapter(chapterInput);
+    const dir = dirInput === undefined ? defaultPracticeDir(KIT_ROOT, chapter) : path.resolve(userCwd(), dirInput);
+    const { start } = await createPractice({ kitRoot: KIT_ROOT, chapter, history, dir, stop });
+    return { chapter, dir, start };
+  });
   rememberPracticeDir(chapter.id, dir);
 
   console.log(paint("green", `已创建第 ${chapter.id} 章练习目录：${dir}`));

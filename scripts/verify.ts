@@ -4,6 +4,7 @@ import { openChapter } from "./engine/course.js";
 import { CourseError } from "./engine/errors.js";
 import { practiceStart, shortHash } from "./engine/history.js";
 import { currentLab } from "./engine/labs.js";
+import { withPracticeLock } from "./engine/practice-lock.js";
 import { KIT_ROOT } from "./engine/paths.js";
 import { openPracticeDir } from "./engine/practice.js";
 import { hintsShown, loadProgress, progressPath, recordVerified, updateProgress } from "./engine/progress.js";
@@ -24,6 +25,15 @@ const HELP = `用法：npm run verify -- <章节> [目录] [--json]
 [目录] 默认是 practice 为本章创建的练习目录（通常是套件旁边的 ../pi-practice-NN）。
 进度文件的位置见 npm run status；可用环境变量 PI_COURSE_PROGRESS 改到别处。
 
+什么样的通过才算数：测试文件和 packages/pi-course/tsconfig.json 必须与课程版本一致
+（tsconfig 决定 dist/test 里实际跑的是哪份测试）；每个实践的测试数必须对得上，
+所以提前 process.exit(0) 少跑的测试算没通过；node:assert 在你的代码运行之前就被冻结。
+挡不住的：你的代码和测试在同一个进程里运行，存心的破坏（改写 node:test、Error 之类的全局对象）
+总还有办法骗过它。verify 守护的是“我真的做完了”这件事本身，骗过它只是骗了自己。
+
+把 --json 的输出存成文件时加 -s，否则 npm 会先打印一行命令横幅：
+  npm run -s verify -- 03 --json > result.json
+
   --json   以 JSON 输出结果（给导师或工具读取）
   --help   显示本说明`;
 
@@ -43,7 +53,7 @@ await runCommand(async () => {
   const { dir, explicit } = choosePracticeDir(KIT_ROOT, chapter, loaded.progress, dirInput, userCwd());
   const marker = openPracticeDir(dir, chapter, explicit);
 
-  const check = await checkPractice({ dir, chapter, chapters, scope: "all", integrity: { kitRoot: KIT_ROOT, history } });
+  const check = await withPracticeLock(dir, () => checkPractice({ dir, chapter, chapters, scope: "all", integrity: { kitRoot: KIT_ROOT, history } }));
   const target = history.chapters[chapter.id]?.target ?? "";
 
   let progress = loaded.progress;

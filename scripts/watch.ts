@@ -7,6 +7,7 @@ import { LADDER_HEIGHT, nextHint } from "./engine/hints.js";
 import { currentLab } from "./engine/labs.js";
 import { COURSE_PACKAGE, KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
 import { openPracticeDir } from "./engine/practice.js";
+import { withPracticeLock } from "./engine/practice-lock.js";
 import { hintsShown, inspectProgress, loadProgress, progressPath, recordHint, updateProgress } from "./engine/progress.js";
 import { buildLine, deviationLines, hintLine, labLines, seconds, watchFooter, type Painter } from "./engine/screen.js";
 import { checkPractice, choosePracticeDir, type PracticeCheck } from "./engine/verify.js";
@@ -161,7 +162,7 @@ class Session {
       runFile: (file: string, more: { pattern?: string; signal?: AbortSignal }) => this.tests.run(file, more),
     };
     try {
-      const check = await checkPractice(compiled ? { ...options, compiled } : options);
+      const check = await withPracticeLock(this.dir, () => checkPractice(compiled ? { ...options, compiled } : options));
       if (controller.signal.aborted || this.stopped) return;
       this.last = check;
     } catch (error) {

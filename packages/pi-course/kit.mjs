@@ -1,8 +1,10 @@
 // 课程项目里的 checkpoint、practice、verify、hint、watch、status、doctor 都经这里转交给课程套件。
 // - 在课程套件里（../../scripts/<命令>.ts 存在）：原样转给套件脚本。
 // - 在练习目录里：.pi-course-practice.json 记着套件的位置和章节，替学习者补上章节号和练习目录，
-//   所以在练习目录里直接 `npm run verify` 就行。
+//   所以在练习目录里（包括 packages/pi-course、src 这些子目录）直接 `npm run verify` 就行。
+// - 练习目录记下的套件不在了（被移动或改名）、或套件的依赖没装好：一句中文说明怎么修，退出码 1。
 // - 两者都不是：说明该去哪里运行，退出码 2（用法错误）。
+// - relink：练习目录里 npm install 之后（postinstall）重新链接套件的依赖。
 // INIT_CWD 原样传下去：命令里的相对路径仍按学习者敲命令的目录解析。
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -13,18 +15,26 @@ const MARKER = ".pi-course-practice.json";
 const [command = "", ...args] = process.argv.slice(2);
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 
-const kitScript = (kitRoot) => path.join(kitRoot, "scripts", `${command}.ts`);
+const kitScript = (kitRoot, name) => path.join(kitRoot, "scripts", `${name}.ts`);
 
-if (existsSync(kitScript(projectRoot))) {
-  forward(projectRoot, args);
+if (existsSync(kitScript(projectRoot, "doctor"))) {
+  // 在套件里：relink 无事可做（套件的依赖由 npm ci 装好，不是链接）
+  if (command !== "relink") forward(projectRoot, command, args);
 } else {
   const marker = readMarker();
-  if (marker && existsSync(kitScript(marker.kitRoot))) {
-    forward(marker.kitRoot, withPracticeDefaults(args, marker.chapter));
-  } else {
+  if (!marker) {
     console.error(`错误：这里不是课程套件，也不是练习目录。请回到课程套件的根目录运行 npm run ${command} -- ${args.join(" ")}`.trimEnd());
     process.exit(2);
   }
+  if (!existsSync(kitScript(marker.kitRoot, "doctor"))) {
+    console.error(
+      `错误：这是第 ${marker.chapter} 章的练习目录，但它记下的课程套件 ${marker.kitRoot} 不在了（被移动或改名了？）。` +
+        `到课程套件现在的位置运行 npm run doctor -- ${projectRoot} --fix`,
+    );
+    process.exit(1);
+  }
+  if (command === "relink") forward(marker.kitRoot, "doctor", [marker.chapter, projectRoot, "--fix"]);
+  else forward(marker.kitRoot, command, withPracticeDefaults(args, marker.chapter));
 }
 
 function readMarker() {
@@ -56,8 +66,13 @@ function withPracticeDefaults(given, chapter) {
   }
 }
 
-function forward(kitRoot, forwarded) {
-  const child = spawn(process.execPath, ["--import", "tsx", kitScript(kitRoot), ...forwarded], {
+function forward(kitRoot, name, forwarded) {
+  // 套件的依赖没装好时 --import tsx 只会打出一串 Node 堆栈：先说清楚该做什么
+  if (!existsSync(path.join(kitRoot, "node_modules", "tsx", "package.json"))) {
+    console.error(`错误：课程套件 ${kitRoot} 的依赖没有装好：在那里运行 npm ci，然后 npm run doctor -- --fix`);
+    process.exit(1);
+  }
+  const child = spawn(process.execPath, ["--import", "tsx", kitScript(kitRoot, name), ...forwarded], {
     cwd: kitRoot,
     stdio: "inherit",
   });

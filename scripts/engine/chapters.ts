@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 
 import { CourseError, usageError } from "./errors.js";
+import { SYLLABUS } from "./syllabus.js";
 
 /** 一次聚焦运行的期望：按名称过滤（可选）后，通过数 / 选中数。 */
 export interface TestRun {
@@ -195,6 +196,13 @@ export function findChapter(chapters: readonly Chapter[], input: string | undefi
     (chapter) => chapter.id === asNumber || chapter.slug === wanted || chapter.dirName === wanted,
   );
   if (!found) {
+    const planned = SYLLABUS.flatMap((part) => part.chapters).find((plan) => plan.id === asNumber || plan.slug === wanted);
+    if (planned) {
+      throw usageError(
+        "CHAPTER_PLANNED",
+        `第 ${planned.id} 章（${planned.slug}：${planned.builds}）已在大纲里，还没有写好、尚未开放。现在可学的章节：${listIds(chapters)}`,
+      );
+    }
     throw usageError("CHAPTER_UNKNOWN", `没有第 “${wanted}” 章。可选章节：${listIds(chapters)}`);
   }
   return found;

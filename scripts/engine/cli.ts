@@ -88,9 +88,32 @@ const HELP_OPTION = { help: { type: "boolean", short: "h" } } as const;
  * options 只写命令自己的选项。
  */
 export function parseCommandLine<const T extends NonNullable<util.ParseArgsConfig["options"]>>(options: T) {
+  const swallowed = optionsSwallowedByNpm(Object.keys(options));
+  if (swallowed.length > 0) throw forgottenDashes(swallowed, options);
   try {
     return util.parseArgs({ allowPositionals: true, options: { ...options, ...HELP_OPTION } });
   } catch (error) {
     throw argumentError(error);
   }
+}
+
+/**
+ * `npm run verify 03 --json` 少了 `--`：npm 把 --json 当成它自己的配置吃掉，只以 npm_config_json
+ * 的形式传下来，命令本身看不到这个选项（--level 1 的 1 还会变成多余的位置参数）。
+ * 只在 npm 启动的命令里（有 npm_lifecycle_event）才这样判断。
+ */
+export function optionsSwallowedByNpm(names: readonly string[], env: NodeJS.ProcessEnv = process.env): string[] {
+  if (env.npm_lifecycle_event === undefined) return [];
+  return names.filter((name) => env[`npm_config_${name.replace(/-/g, "_")}`] !== undefined);
+}
+
+function forgottenDashes(swallowed: readonly string[], options: NonNullable<util.ParseArgsConfig["options"]>): CourseError {
+  const flags = swallowed.map((name) => (options[name]?.type === "string" ? `--${name} <取值>` : `--${name}`)).join(" ");
+  // 取值型选项的值已经混进了位置参数，原样照抄会把它放错位置，所以只照抄全是开关时的参数
+  const given = swallowed.every((name) => options[name]?.type !== "string") ? process.argv.slice(2).join(" ") : "<参数>";
+  const script = process.env.npm_lifecycle_event ?? "<命令>";
+  return usageError(
+    "FORGOT_DASHES",
+    `忘了 \`--\`？npm 把 ${flags} 当成了它自己的选项，命令没有收到。选项要写在 -- 之后：npm run ${script} -- ${given} ${flags}`.replace(/ {2,}/g, " "),
+  );
 }

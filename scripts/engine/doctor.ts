@@ -1,9 +1,10 @@
 import { execFile } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, unlinkSync, watch } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, unlinkSync, watch, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
 import { findChapter, type Chapter } from "./chapters.js";
+import { createLink, expectedLinks, isSymlink, linkedGroupDirs } from "./links.js";
 import { isCourseError } from "./errors.js";
 import { inspectHistory, locateGitDir, practiceStart, shortHash, type CourseHistory } from "./history.js";
 import { COURSE_BRANCH, COURSE_PACKAGE, isInside } from "./paths.js";
@@ -262,6 +263,8 @@ export async function checkPracticeDir(options: {
   history: CourseHistory | undefined;
   dir: string;
   explicit: boolean;
+  /** 进度里记下的本章练习目录。 */
+  recordedDir?: string;
 }): Promise<DoctorCheck[]> {
   const { kitRoot, chapter, dir } = options;
   const title = `练习目录（第 ${chapter.id} 章）`;
@@ -305,7 +308,25 @@ export async function checkPracticeDir(options: {
     checks.push({ title: "  位置", status: "fail", detail: "在课程套件之内：模块解析会找到最终答案", fix: `npm run practice -- ${chapter.id}（默认建在套件旁边）` });
   }
   if (marker.kitRoot && path.resolve(marker.kitRoot) !== path.resolve(kitRoot)) {
-    checks.push({ title: "  来源", status: "warn", detail: `由另一份课程套件创建（${marker.kitRoot}）`, fix: `用那份套件运行命令，或 npm run practice -- ${chapter.id} 重新创建` });
+    checks.push(
+      kitMoved(marker.kitRoot)
+        ? {
+            title: "  来源",
+            status: "fail",
+            detail: `记下的课程套件 ${marker.kitRoot} 不在了（套件被移动或改名了）：练习目录里的命令找不到套件`,
+            fix: `npm run doctor -- ${chapter.id} ${dir} --fix（改记成这份套件，并重新链接依赖）`,
+          }
+        : { title: "  来源", status: "warn", detail: `由另一份课程套件创建（${marker.kitRoot}）`, fix: `用那份套件运行命令，或 npm run practice -- ${chapter.id} 重新创建` },
+    );
+  }
+  const recorded = options.recordedDir;
+  if (recorded !== undefined && path.resolve(recorded) !== path.resolve(dir) && !existsSync(recorded)) {
+    checks.push({
+      title: "  记录",
+      status: "warn",
+      detail: `进度里记下的第 ${chapter.id} 章练习目录 ${recorded} 不在了（目录被移动了？），省略目录的命令会找不到它`,
+      fix: `npm run doctor -- ${chapter.id} ${dir} --fix（改记成 ${dir}）`,
+    });
   }
   if (options.history) {
     const start = practiceStart(chapter, options.history);
@@ -337,25 +358,25 @@ export async function checkPracticeDir(options: {
   return checks;
 }
 
-/** 练习目录的 node_modules 是逐项指向套件依赖的链接；找出缺的、断的，以及不该有的 @pi。 */
-export function brokenLinks(kitRoot: string, dir: string): { missing: string[]; broken: string[]; forbidden: boolean } {
-  const source = path.join(kitRoot, "node_modules");
+/**
+ * 练习目录的 node_modules 是逐个包指向套件依赖的链接（links.ts）；找出缺的、断的、
+ * 旧布局里整个 @scope / .bin 的目录链接（npm install 会顺着它删进套件），以及不该有的 @pi。
+ */
+export function brokenLinks(kitRoot: string, dir: string): { missing: string[]; broken: string[]; grouped: string[]; forbidden: boolean } {
   const target = path.join(dir, "node_modules");
-  const expected = existsSync(source) ? readdirSync(source).filter((entry) => entry !== "@pi" && !entry.startsWith(".package-lock")) : [];
+  const grouped = linkedGroupDirs(dir);
   const missing: string[] = [];
   const broken: string[] = [];
-  for (const entry of expected) {
-    const link = path.join(target, entry);
-    let isLink = false;
-    try {
-      isLink = lstatSync(link).isSymbolicLink();
-    } catch {
-      missing.push(entry);
+  for (const { name } of expectedLinks(kitRoot)) {
+    if (grouped.some((group) => name.startsWith(`${group}/`))) continue; // 整组会在修复时换成逐个链接
+    const link = path.join(target, name);
+    if (!isSymlink(link)) {
+      if (!existsSync(link)) missing.push(name);
       continue;
     }
-    if (isLink && !existsSync(link)) broken.push(entry);
+    if (!existsSync(link)) broken.push(name);
   }
-  return { missing, broken, forbidden: existsSync(path.join(target, "@pi")) };
+  return { missing, broken, grouped, forbidden: existsSync(path.join(target, "@pi")) };
 }
 
 function checkLinks(kitRoot: string, dir: string, chapter: Chapter): DoctorCheck {
@@ -363,7 +384,15 @@ function checkLinks(kitRoot: string, dir: string, chapter: Chapter): DoctorCheck
   if (!existsSync(path.join(dir, "node_modules"))) {
     return { title, status: "fail", detail: "没有 node_modules", fix: `npm run doctor -- ${chapter.id} ${dir} --fix` };
   }
-  const { missing, broken, forbidden } = brokenLinks(kitRoot, dir);
+  const { missing, broken, grouped, forbidden } = brokenLinks(kitRoot, dir);
+  if (grouped.length > 0) {
+    return {
+      title,
+      status: "fail",
+      detail: `${grouped.join("、")} 整个目录链接到套件：在练习目录里 npm install 会顺着它删掉套件的依赖`,
+      fix: `npm run doctor -- ${chapter.id} ${dir} --fix`,
+    };
+  }
   if (forbidden) {
     return { title, status: "fail", detail: "node_modules 里有 @pi：import 可能解析到套件里的最终答案", fix: `npm run doctor -- ${chapter.id} ${dir} --fix` };
   }
@@ -374,25 +403,48 @@ function checkLinks(kitRoot: string, dir: string, chapter: Chapter): DoctorCheck
   return { title, status: "ok", detail: "指向套件的依赖，完好" };
 }
 
-/** 重新链接练习目录的依赖：只动符号链接（缺的补上、断的重建、@pi 移除），从不删除真正的文件。 */
+/** 重新链接练习目录的依赖：只动符号链接（缺的补上、断的重建、整组的拆成逐个、@pi 移除），从不删除真正的文件。 */
 export function repairLinks(kitRoot: string, dir: string): string[] {
   const actions: string[] = [];
   const target = path.join(dir, "node_modules");
   mkdirSync(target, { recursive: true });
-  const { missing, broken, forbidden } = brokenLinks(kitRoot, dir);
+  const { missing, broken, grouped, forbidden } = brokenLinks(kitRoot, dir);
   if (forbidden) {
     const pi = path.join(target, "@pi");
     if (lstatSync(pi).isSymbolicLink()) unlinkSync(pi);
     else rmSync(pi, { recursive: true, force: true }); // 只可能是在练习目录里 npm install 装进来的工作区链接
     actions.push("移除了 node_modules/@pi");
   }
+  for (const group of grouped) {
+    unlinkSync(path.join(target, group)); // 只删这个链接本身，链接指向的套件目录原样不动
+    missing.push(...expectedLinks(kitRoot).filter((link) => link.name.startsWith(`${group}/`)).map((link) => link.name));
+  }
   for (const entry of broken) {
     unlinkSync(path.join(target, entry));
     missing.push(entry);
   }
-  for (const entry of missing) symlinkSync(path.join(kitRoot, "node_modules", entry), path.join(target, entry), "junction");
+  const sources = new Map(expectedLinks(kitRoot).map((link) => [link.name, link.source]));
+  for (const name of missing) createLink(dir, { name, source: sources.get(name) ?? path.join(kitRoot, "node_modules", name) });
   if (missing.length > 0) actions.push(`重新链接了 ${missing.length} 项依赖：${missing.slice(0, 5).join("、")}${missing.length > 5 ? " 等" : ""}`);
   return actions;
+}
+
+/** 练习目录记下的套件已经不在原处：它被移动或改名了，可以改记成现在这份。 */
+function kitMoved(recordedKit: string): boolean {
+  return !existsSync(path.join(recordedKit, "scripts", "doctor.ts"));
+}
+
+/**
+ * 套件被移动或改名后，把练习目录标记里的套件位置改记成现在这份（只改 kitRoot 一个字段）。
+ * 记下的套件还在时什么也不做：那是另一份套件创建的练习目录，不替学习者改主意。
+ */
+export function repairMarker(kitRoot: string, dir: string): string[] {
+  const marker = readPracticeMarker(dir);
+  if (!marker || path.resolve(marker.kitRoot) === path.resolve(kitRoot) || !kitMoved(marker.kitRoot)) return [];
+  const file = path.join(dir, PRACTICE_MARKER);
+  const raw = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
+  writeFileSync(file, `${JSON.stringify({ ...raw, kitRoot }, null, 2)}\n`);
+  return [`练习目录记下的课程套件改成了 ${kitRoot}（原来的 ${marker.kitRoot} 已不在）`];
 }
 
 /** 文件监视能否工作：WSL 的 /mnt 与网络盘通常收不到变更事件。 */

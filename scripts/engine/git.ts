@@ -36,6 +36,16 @@ export interface GitOptions {
   env?: Record<string, string>;
 }
 
+/**
+ * 所有 git 子进程共用的中止信号：命令被 Ctrl-C 打断时先结束正在运行的 git（simple-git 在子进程
+ * 真正退出后才让那一步失败），收尾代码再删临时目录，就不会有 git 在删完之后又写进文件。
+ */
+const stopGit = new AbortController();
+
+export function abortGitProcesses(): void {
+  stopGit.abort();
+}
+
 /** 一个只带最小环境的 simple-git 客户端。 */
 export function gitAt(cwd: string, options: GitOptions = {}): SimpleGit {
   const env: Record<string, string> = { LANG: "C", LC_ALL: "C" };
@@ -44,7 +54,7 @@ export function gitAt(cwd: string, options: GitOptions = {}): SimpleGit {
     if (value !== undefined) env[key] = value;
   }
   Object.assign(env, options.env);
-  return simpleGit({ baseDir: cwd, config: NEUTRAL_CONFIG, allowEnvironment: ALLOWED_GIT_ENV }).env(env);
+  return simpleGit({ baseDir: cwd, config: NEUTRAL_CONFIG, allowEnvironment: ALLOWED_GIT_ENV, abort: stopGit.signal }).env(env);
 }
 
 /** 把 simple-git 的错误翻译成课程错误；git 不存在时给出可操作的说明。 */

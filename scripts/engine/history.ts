@@ -55,11 +55,12 @@ export async function ensureHistory(kitRoot: string, chapters: readonly Chapter[
   }
 
   const history = await buildHistory(kitRoot, chapters);
-  if (branchTip === undefined) setAsideBrokenRef(gitDir);
+  if (branchTip === undefined) await setAsideBrokenRef(kitRoot, gitDir);
   try {
     await git.raw(["update-ref", `refs/heads/${COURSE_BRANCH}`, history.tip]);
   } catch (error) {
-    throw explainGitFailure(error, `更新分支 ${COURSE_BRANCH} `);
+    // 另一个命令同时在做第一次构建：它刚写下的就是同一串提交，不算失败
+    if ((await resolveBranch(kitRoot)) !== history.tip) throw explainGitFailure(error, `更新分支 ${COURSE_BRANCH} `);
   }
   writeCache(cachePath, { version: BUILDER_VERSION, key, ...history });
   return history;
@@ -120,8 +121,11 @@ export async function buildHistory(kitRoot: string, chapters: readonly Chapter[]
       return (await git.raw(["write-tree"])).trim();
     };
 
-    await git.raw(["read-tree", "--empty"]);
-    const emptyTree = (await git.raw(["write-tree"])).trim();
+    // write-tree 不会把空树写进对象库（git 认得它却不存它），空白起点的提交因此指向一个缺失的对象，
+    // git fsck 会报错。这里把空树真正写进去。
+    const nothing = path.join(scratch, "empty");
+    writeFileSync(nothing, "");
+    const emptyTree = (await git.raw(["hash-object", "-w", "-t", "tree", nothing])).trim();
     const base = await commit(emptyTree, undefined, BASE_MESSAGE, BASE_EPOCH);
 
     const result: CourseHistory = { branch: COURSE_BRANCH, base, tip: base, chapters: {} };
@@ -192,13 +196,30 @@ async function resolveBranch(kitRoot: string): Promise<string | undefined> {
 /**
  * 引用文件损坏时 git 拒绝覆盖它。里面没有可用的提交，但我们仍不删除：
  * 挪到 .git/pi-course/ 下留作备查，再写新的引用。
+ * 只挪真正坏了的：另一个同时在做第一次构建的命令可能刚刚写好了一个有效的引用。
  */
-function setAsideBrokenRef(gitDir: string): void {
+async function setAsideBrokenRef(kitRoot: string, gitDir: string): Promise<void> {
   const loose = path.join(gitDir, "refs", "heads", ...COURSE_BRANCH.split("/"));
-  if (!existsSync(loose)) return;
-  const backup = path.join(gitDir, "pi-course", `broken-ref-${Date.now()}`);
+  if (!existsSync(loose) || (await resolveBranch(kitRoot)) !== undefined) return;
+  const backup = path.join(gitDir, "pi-course", `broken-ref-${Date.now()}-${process.pid}`);
   mkdirSync(path.dirname(backup), { recursive: true });
-  renameSync(loose, backup);
+  try {
+    renameSync(loose, backup);
+  } catch {
+    return; // 已经被别人挪走或改写了
+  }
+  // 检查和改名之间别人写下了有效的引用：它不是坏的，不留“损坏”的备份（马上会写回同一个提交）
+  const moved = readFileSync(backup, "utf8").trim();
+  if (/^[0-9a-f]{40,64}$/.test(moved) && (await isCommit(kitRoot, moved))) rmSync(backup, { force: true });
+}
+
+async function isCommit(kitRoot: string, hash: string): Promise<boolean> {
+  try {
+    await gitAt(kitRoot).raw(["cat-file", "-e", `${hash}^{commit}`]);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** 课程生成的提交都带固定身份；手工提交不会有。 */

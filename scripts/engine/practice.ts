@@ -9,7 +9,6 @@ import {
   rmdirSync,
   rmSync,
   statSync,
-  symlinkSync,
   writeFileSync,
 } from "node:fs";
 import path from "node:path";
@@ -18,6 +17,8 @@ import { renderPracticeGuide } from "./card.js";
 import type { Chapter } from "./chapters.js";
 import { CourseError, usageError } from "./errors.js";
 import { checkoutTree, practiceStart, readCommittedFile, type CourseHistory } from "./history.js";
+import { abortGitProcesses } from "./git.js";
+import { createLink, expectedLinks, isSymlink } from "./links.js";
 import { isInside } from "./paths.js";
 
 export const PRACTICE_MARKER = ".pi-course-practice.json";
@@ -90,37 +91,56 @@ export function openPracticeDir(dir: string, chapter: Chapter, explicit = false)
  * 生成一个隔离的练习目录：起点的代码、本章的聚焦测试、脚手架、LEARNING.md，
  * 以及指向套件依赖的 node_modules。先在同级临时目录里做完，再一次性改名，
  * 所以中途失败或被打断都不会留下半成品，也不会碰到已有的文件。
+ * 两个 practice 同时建同一个目录时，改名只有一个能成功，另一个得到一句说明。
  */
 export async function createPractice(options: {
   kitRoot: string;
   chapter: Chapter;
   history: CourseHistory;
   dir: string;
+  /** 被 Ctrl-C 打断时由 interruptible 触发：停在下一步之前，收尾后退出。 */
+  stop?: AbortSignal;
 }): Promise<PracticeResult> {
-  const { kitRoot, chapter, history } = options;
+  const { kitRoot, chapter, history, stop } = options;
   const dir = path.resolve(options.dir);
   checkDestination(kitRoot, chapter, dir);
 
   const parentDir = path.dirname(dir);
-  mkdirSync(parentDir, { recursive: true });
   const staging = path.join(parentDir, `.${path.basename(dir)}.partial-${process.pid}-${Date.now()}`);
-  mkdirSync(staging);
-  const cleanUp = () => rmSync(staging, { recursive: true, force: true });
-  const onSignal = (signal: NodeJS.Signals) => {
-    cleanUp();
-    process.exit(signal === "SIGINT" ? 130 : 143);
-  };
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
+  makeStaging(parentDir, staging);
   try {
     const start = practiceStart(chapter, history);
     await fillPractice(kitRoot, chapter, history, start, staging);
-    await pauseForTests();
-    if (existsSync(dir)) rmdirSync(dir); // 只可能是空目录：checkDestination 已拒绝非空目录
-    renameSync(staging, dir);
+    await pauseForTests(stop);
+    stop?.throwIfAborted();
+    moveIntoPlace(staging, dir, chapter);
     return { dir, start };
   } catch (error) {
-    cleanUp();
+    rmSync(staging, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/**
+ * 运行一段可以被 Ctrl-C / SIGTERM 打断的工作：收到信号时先结束 git 子进程、让工作在下一步停下，
+ * 等它自己的收尾（删临时目录）做完，再以 130 / 143 退出。
+ */
+export async function interruptible<T>(work: (stop: AbortSignal) => Promise<T>): Promise<T> {
+  const stop = new AbortController();
+  let received: NodeJS.Signals | undefined;
+  const onSignal = (signal: NodeJS.Signals) => {
+    received ??= signal;
+    abortGitProcesses();
+    stop.abort();
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  try {
+    const result = await work(stop.signal);
+    if (received) process.exit(received === "SIGINT" ? 130 : 143);
+    return result;
+  } catch (error) {
+    if (received) process.exit(received === "SIGINT" ? 130 : 143);
     throw error;
   } finally {
     process.off("SIGINT", onSignal);
@@ -128,7 +148,38 @@ export async function createPractice(options: {
   }
 }
 
+/** 建父目录和同级的临时目录；没有写权限之类的失败说成一句话。 */
+function makeStaging(parentDir: string, staging: string): void {
+  try {
+    mkdirSync(parentDir, { recursive: true });
+    mkdirSync(staging);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "未知错误";
+    throw new CourseError("PRACTICE_UNWRITABLE", `无法在 ${parentDir} 里创建练习目录（${code}：多半是没有写权限）；请换一个你能写入的目录`);
+  }
+}
+
+/** 一次改名把做好的目录放到位；目标在这期间被别人（另一个 practice）占了就停下，什么也不覆盖。 */
+function moveIntoPlace(staging: string, dir: string, chapter: Chapter): void {
+  try {
+    if (existsSync(dir)) rmdirSync(dir); // 只可能是空目录：checkDestination 已拒绝非空目录；非空时 rmdir 会失败
+    renameSync(staging, dir);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOTEMPTY" || code === "EEXIST" || code === "ENOTDIR") {
+      throw usageError("PRACTICE_TAKEN", `${dir} 刚刚被另一个命令创建或写入（例如同时运行了两次 practice）；为免覆盖，这次什么也没做。要用它：cd ${dir}`);
+    }
+    throw new CourseError("PRACTICE_UNWRITABLE", `无法把练习目录放到 ${dir}（${code ?? "未知错误"}）；请换一个目录`);
+  }
+}
+
 function checkDestination(kitRoot: string, chapter: Chapter, dir: string): void {
+  if (isSymlink(dir)) {
+    throw usageError(
+      "PRACTICE_SYMLINK",
+      `${dir} 是一个符号链接${existsSync(dir) ? "" : "（而且指向的地方不存在）"}：为免写到意料之外的地方，请直接写出真实的目录，或换一个不存在的目录`,
+    );
+  }
   const kit = realpathSync(kitRoot);
   if (isInside(kit, nearestExisting(dir))) {
     throw usageError(
@@ -199,25 +250,26 @@ function writeProjectFile(root: string, file: string, content: string): void {
 }
 
 /**
- * 逐项链接套件已安装的依赖，唯独跳过 @pi：那里链接着套件里的最终答案，
+ * 逐个包链接套件已安装的依赖（布局与理由见 links.ts），唯独跳过 @pi：那里链接着套件里的最终答案，
  * 练习目录里任何 import 都不该解析到它。
  */
 export function linkDependencies(kitRoot: string, dir: string): void {
-  const source = path.join(kitRoot, "node_modules");
-  if (!existsSync(source)) {
+  if (!existsSync(path.join(kitRoot, "node_modules"))) {
     throw new CourseError("NOT_INSTALLED", "课程套件还没有安装依赖：请先在套件根目录运行 npm ci");
   }
-  const target = path.join(dir, "node_modules");
-  mkdirSync(target);
-  for (const entry of readdirSync(source)) {
-    if (entry === "@pi" || entry.startsWith(".package-lock")) continue;
-    symlinkSync(path.join(source, entry), path.join(target, entry), "junction");
-  }
+  mkdirSync(path.join(dir, "node_modules"));
+  for (const link of expectedLinks(kitRoot)) createLink(dir, link);
 }
 
-/** 自检用的测试缝：让“中途被打断”可以被稳定地复现。 */
-async function pauseForTests(): Promise<void> {
+/** 自检用的测试缝：让“中途被打断”可以被稳定地复现。停在这里直到被打断。 */
+async function pauseForTests(stop: AbortSignal | undefined): Promise<void> {
   if (process.env.PI_COURSE_TEST_PAUSE_BEFORE_RENAME !== "1") return;
   process.stderr.write("pause-before-rename\n");
-  await new Promise(() => setInterval(() => {}, 1_000));
+  await new Promise<void>((resolve) => {
+    const timer = setInterval(() => {}, 1_000);
+    stop?.addEventListener("abort", () => {
+      clearInterval(timer);
+      resolve();
+    });
+  });
 }

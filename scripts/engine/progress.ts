@@ -1,7 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, writeSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+
+import lockfile from "proper-lockfile";
 
 import { CourseError } from "./errors.js";
 
@@ -45,12 +47,13 @@ export function emptyProgress(): Progress {
 }
 
 /**
- * 进度文件的位置：PI_COURSE_PROGRESS 优先；否则 Windows 用 %LOCALAPPDATA%，
+ * 进度文件的位置：PI_COURSE_PROGRESS 优先（相对路径按学习者敲命令时所在的目录解析，
+ * 而不是 npm 换到的套件目录）；否则 Windows 用 %LOCALAPPDATA%，
  * 其他系统用 ${XDG_STATE_HOME:-~/.local/state}，都在 pi-course/progress.json。
  */
 export function progressPath(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): string {
   const override = env[PROGRESS_ENV]?.trim();
-  if (override) return path.resolve(override);
+  if (override) return path.resolve(env.INIT_CWD ?? process.cwd(), override);
   if (platform === "win32") {
     const base = env.LOCALAPPDATA?.trim() || path.join(os.homedir(), "AppData", "Local");
     return path.join(base, "pi-course", "progress.json");
@@ -121,11 +124,15 @@ export function loadProgress(file: string = progressPath()): LoadedProgress {
   }
 }
 
-/** 原子写入：同目录下的临时文件写完并落盘后，一次改名替换。 */
+/**
+ * 原子写入：同目录下的临时文件写完并落盘后，一次改名替换。
+ * 进度文件是符号链接时写的是它指向的文件：改名替换的是目标，链接本身保持原样。
+ */
 export function saveProgress(file: string, progress: Progress): void {
-  const temporary = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+  const destination = followLink(file);
+  const temporary = `${destination}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
   try {
-    mkdirSync(path.dirname(file), { recursive: true });
+    mkdirSync(path.dirname(destination), { recursive: true });
     const fd = openSync(temporary, "w", 0o600);
     try {
       writeSync(fd, `${JSON.stringify(progress, null, 2)}\n`);
@@ -133,7 +140,7 @@ export function saveProgress(file: string, progress: Progress): void {
     } finally {
       closeSync(fd);
     }
-    renameSync(temporary, file);
+    renameSync(temporary, destination);
   } catch (error) {
     try {
       rmSync(temporary, { force: true });
@@ -147,18 +154,75 @@ export function saveProgress(file: string, progress: Progress): void {
   }
 }
 
+/** 符号链接（包括一串链接、以及指向还不存在的文件的链接）最终指向的路径；不是链接就是它自己。 */
+function followLink(file: string): string {
+  let current = file;
+  for (let hops = 0; hops < 32; hops += 1) {
+    let isLink: boolean;
+    try {
+      isLink = lstatSync(current).isSymbolicLink();
+    } catch {
+      return current; // 还不存在
+    }
+    if (!isLink) return existsSync(current) ? realpathSync(current) : current;
+    current = path.resolve(path.dirname(current), readlinkSync(current));
+  }
+  return current;
+}
+
+/**
+ * 在进度文件的锁里做一次“读 → 改 → 写”：几个命令同时记录进度时（两个终端里各跑一个 verify、
+ * watch 正在记提示），后写的人读到的是前一个人写完的版本，谁的更新都不会丢。
+ * 锁是 proper-lockfile 的锁目录（<文件>.lock，mkdir 在各系统上都是原子的，持锁进程崩溃后按过期时间回收）；
+ * 它只提供异步的重试，这里的调用方都是同步的，所以自己短暂地等一等再试。
+ */
+function withProgressLock<T>(file: string, work: () => T): T {
+  const target = followLink(file);
+  mkdirSync(path.dirname(target), { recursive: true });
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (;;) {
+    let release: (() => void) | undefined;
+    try {
+      release = lockfile.lockSync(target, { realpath: false, stale: LOCK_STALE_MS });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ELOCKED" || Date.now() > deadline) {
+        throw new CourseError(
+          "PROGRESS_LOCKED",
+          `进度文件 ${file} 正被另一个课程命令占用（${(error as NodeJS.ErrnoException).code ?? "未知错误"}）；等它结束后再运行一次`,
+        );
+      }
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10 + Math.floor(Math.random() * 20));
+      continue;
+    }
+    try {
+      return work();
+    } finally {
+      release();
+    }
+  }
+}
+
+const LOCK_WAIT_MS = 15_000;
+/** 比任何一次“读 → 改 → 写”都长得多：锁目录更旧就说明持锁的进程已经不在了。 */
+const LOCK_STALE_MS = 10_000;
+
 /**
  * 读 → 改 → 原子写回；返回改后的进度与说明。文件损坏时先把它改名留作备份（说明里有恢复命令），
  * 再从空白进度写起；来自更新版本套件的文件拒绝改写。
  */
 export function updateProgress(file: string, change: (progress: Progress) => void): LoadedProgress {
+  return withProgressLock(file, () => updateUnlocked(file, change));
+}
+
+function updateUnlocked(file: string, change: (progress: Progress) => void): LoadedProgress {
   const inspected = inspectProgress(file);
   if (inspected.state === "newer") throw newerProgressError(file, inspected.version);
   const loaded: LoadedProgress = { progress: inspected.state === "ok" ? inspected.progress : emptyProgress(), path: file };
   if (inspected.state === "corrupt") {
-    const backup = `${file}.corrupt-${timestamp()}`;
+    const damaged = followLink(file); // 符号链接时备份它指向的文件，链接本身留着
+    const backup = `${damaged}.corrupt-${timestamp()}`;
     try {
-      renameSync(file, backup);
+      renameSync(damaged, backup);
     } catch (error) {
       throw new CourseError(
         "PROGRESS_UNREADABLE",

@@ -113,6 +113,8 @@ export function compiledTestPath(projectDir: string, testSource: string): string
 }
 
 const DRIVER = fileURLToPath(new URL("./test-driver.mjs", import.meta.url));
+/** 冻结 node:assert 的预加载模块（见 test-guard.mjs）；文件 URL 里没有空格，可以直接写进 NODE_OPTIONS。 */
+const TEST_GUARD = new URL("./test-guard.mjs", import.meta.url).href;
 
 /**
  * 用 node:test 的 run() 运行测试文件：在独立子进程里调用（见 test-driver.mjs），
@@ -138,9 +140,10 @@ function runOnce(
   const request = JSON.stringify({ files, pattern: options.pattern, timeoutMs: options.timeoutMs ?? 60_000 });
   const env = { ...process.env };
   delete env.NODE_TEST_CONTEXT; // 否则子进程里的 run() 会以为自己嵌套在另一个测试里
+  delete env.PI_COURSE_PROGRESS; // 学习者的代码不该知道、更不该碰进度文件在哪里
   // 不继承套件的 NODE_OPTIONS（例如 tsx 加载器）；只打开源码映射：
   // run() 的测试子进程继承这个环境，有 .js.map 时错误堆栈直接指向 .ts 源码。
-  env.NODE_OPTIONS = "--enable-source-maps";
+  env.NODE_OPTIONS = `--enable-source-maps --import=${TEST_GUARD}`;
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [DRIVER, request], {
       env,

@@ -127,7 +127,37 @@ export async function testFileChanges(
     if (!existsSync(actualPath)) missing.push({ file, commit });
     else if (normalise(readFileSync(actualPath, "utf8")) !== normalise(text)) modified.push({ file, commit });
   });
+  const config = await buildConfigChange(kitRoot, [start, target], dir);
+  if (config) (config.missing ? missing : modified).push(config.change);
   return { missing, modified };
+}
+
+/** 决定编译什么、编译到哪里的文件：测试文件再干净，改了它就能让 dist/test 里跑的是另一份测试。 */
+const BUILD_CONFIG = "packages/pi-course/tsconfig.json";
+
+/**
+ * verify 跑的是 tsc 按 packages/pi-course/tsconfig.json 编译出的 dist/test：
+ * 把 rootDir / include 指向一份削弱过的测试，源码里的测试文件原样不动也能“通过”。
+ * 所以这份配置也必须与课程版本（起点或目标）一致。
+ */
+async function buildConfigChange(
+  kitRoot: string,
+  commits: readonly string[],
+  dir: string,
+): Promise<{ missing: boolean; change: TestFileChange } | undefined> {
+  const actualPath = path.join(dir, BUILD_CONFIG);
+  const versions: string[] = [];
+  for (const commit of commits) {
+    try {
+      versions.push(normalise(await readCommittedFile(kitRoot, commit, BUILD_CONFIG)));
+    } catch {
+      // 这个提交里没有它
+    }
+  }
+  const [commit] = commits;
+  if (versions.length === 0 || commit === undefined) return undefined;
+  if (!existsSync(actualPath)) return { missing: true, change: { file: BUILD_CONFIG, commit } };
+  return versions.includes(normalise(readFileSync(actualPath, "utf8"))) ? undefined : { missing: false, change: { file: BUILD_CONFIG, commit } };
 }
 
 function normalise(text: string): string {
