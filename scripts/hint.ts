@@ -65,7 +65,7 @@ await runCommand(async () => {
   if (reason) console.log(paint("dim", reason));
   console.log("");
   console.log(paint("cyan", `提示 ${step.level}/${LADDER_HEIGHT} · ${step.name}`));
-  for (const line of step.text.split("\n")) console.log(`  ${line}`);
+  for (const line of step.text.split("\n")) console.log(line === "" ? "" : `  ${line}`);
   console.log("");
   const ladder = Array.from({ length: LADDER_HEIGHT }, (_, index) => {
     const level = index + 1;

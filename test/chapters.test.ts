@@ -3,8 +3,11 @@ import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, test } from "node:test";
 
+import { renderCard } from "../scripts/engine/card.ts";
 import { findChapter, loadChapters } from "../scripts/engine/chapters.ts";
 import { CourseError } from "../scripts/engine/errors.ts";
+import type { CourseHistory } from "../scripts/engine/history.ts";
+import { lintLesson } from "../scripts/engine/lesson.ts";
 import { LESSONS_DIR } from "../scripts/engine/paths.ts";
 import { tempDir } from "./helpers.ts";
 
@@ -63,4 +66,34 @@ test("findChapter 接受 3、03、slug 与目录名；认不出时列出全部�
   for (const input of ["3", "03", "message-ir", "03-message-ir"]) assert.equal(findChapter(chapters, input).id, "03");
   assert.throws(() => findChapter(chapters, "99"), (error: unknown) => error instanceof CourseError && error.exitCode === 2 && /可选章节：00 prologue/.test(error.message));
   assert.throws(() => findChapter(chapters, ""), /请指定章节/);
+});
+
+test("停靠点：只能落在两个实践之间，错误指出文件与字段", () => {
+  const withStop = (stop: unknown) => lessonsWith(`stop-${JSON.stringify(stop).length}-${Math.random()}`, (meta) => (meta.stops = [stop]));
+  assertInvalid(withStop({ after: "9.9", note: "x" }), /03-message-ir\/chapter\.json：字段 stops\[0\]\.after 应当是本章的实践编号（3\.1、3\.2）/);
+  assertInvalid(withStop({ after: "3.2", note: "x" }), /字段 stops\[0\]\.after 不能是最后一个实践 3\.2/);
+  assertInvalid(withStop({ after: "3.1" }), /字段 stops\[0\]\.note 应当是非空字符串/);
+  assertInvalid(lessonsWith("stop-twice", (meta) => (meta.stops = [{ after: "3.1", note: "a" }, { after: "3.1", note: "b" }])), /字段 stops\[1\]\.after 重复/);
+  assertInvalid(lessonsWith("stop-not-array", (meta) => (meta.stops = { after: "3.1" })), /字段 stops 应当是数组/);
+});
+
+test("停靠点出现在章节卡片上，课文缺少对应标记时 lint 报出实践编号", () => {
+  const dir = lessonsWith("stop-ok", (meta) => (meta.stops = [{ after: "3.1", note: "消息与重放做完了，流留到下次" }]));
+  const chapter = findChapter(loadChapters(dir), "03");
+  assert.deepEqual(chapter.stops, [{ after: "3.1", note: "消息与重放做完了，流留到下次" }]);
+
+  const history: CourseHistory = { branch: "course", base: "b".repeat(40), tip: "c".repeat(40), chapters: { "03": { parent: "a".repeat(40), target: "d".repeat(40), steps: {} } } };
+  const card = renderCard(chapter, history);
+  const lab31 = card.findIndex((line) => line.startsWith("实践 3.1"));
+  const lab32 = card.findIndex((line) => line.startsWith("实践 3.2"));
+  const stopLine = card.findIndex((line) => line.includes("停靠点：消息与重放做完了，流留到下次"));
+  assert.ok(lab31 < stopLine && stopLine < lab32, card.join("\n"));
+
+  const marked = readFileSync(chapter.lessonPath, "utf8");
+  assert.deepEqual(lintLesson(marked, chapter, [chapter], []).filter((problem) => problem.includes("停靠点")), []);
+  // 标记挪到下一个实践里，就不算 3.1 的停靠点。
+  const misplaced = marked.replace(/^> \*\*停靠点\*\*：.*\n/m, "").replace("## 故障实验", "> **停靠点**：放错了地方。\n\n## 故障实验");
+  assert.deepEqual(lintLesson(misplaced, chapter, [chapter], []).filter((problem) => problem.includes("停靠点")), [
+    "实践 3.1 一节末尾缺少停靠点标记「> **停靠点**：…」（chapter.json 的 stops 声明了它）",
+  ]);
 });

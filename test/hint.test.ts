@@ -13,6 +13,8 @@ describe("hint：提示梯子一级一级展开", () => {
   const dir = path.join(work.dir, "pi-practice-03");
   const hint = (...args: string[]) => runScript("hint", args, { env: { PI_COURSE_PROGRESS: progress } });
   let hints: Record<string, Record<string, string>>;
+  /** 多行提示逐行缩进两格打印，空行不留空格。 */
+  const printed = (text: string) => text.split("\n").map((line) => (line === "" ? "" : `  ${line}`)).join("\n");
 
   before(async () => {
     await practice("03", dir, progress);
@@ -25,8 +27,8 @@ describe("hint：提示梯子一级一级展开", () => {
     assert.match(stdout, /第 03 章 · 实践 3\.1/);
     assert.match(stdout, /实践 3\.1 还没通过，所以给它的提示/);
     assert.match(stdout, /提示 1\/4 · 定位文件/);
-    assert.ok(stdout.includes(hints["3.1"]!.file!));
-    assert.ok(!stdout.includes(hints["3.1"]!.signature!), "只给这一级");
+    assert.ok(stdout.includes(printed(hints["3.1"]!.file!)), stdout);
+    assert.ok(!stdout.includes(printed(hints["3.1"]!.signature!)), "只给这一级");
     assert.match(stdout, /下一级：npm run hint -- 03 3\.1（指出签名）/);
     assert.equal(readProgress(progress).hints["03"]?.["3.1"], 1);
   });
@@ -34,7 +36,8 @@ describe("hint：提示梯子一级一级展开", () => {
   test("再要一次升到下一级；实践可以简写成 1", async () => {
     const second = await hint("03", "3.1");
     assert.match(second.stdout, /提示 2\/4 · 指出签名/);
-    assert.ok(second.stdout.includes(hints["3.1"]!.signature!));
+    assert.ok(hints["3.1"]!.signature!.includes("\n"), "3.1 的签名提示分成了多行");
+    assert.ok(second.stdout.includes(printed(hints["3.1"]!.signature!)), second.stdout);
     const third = await hint("03", "1");
     assert.match(third.stdout, /提示 3\/4 · 伪代码/);
     assert.equal(readProgress(progress).hints["03"]?.["3.1"], 3);

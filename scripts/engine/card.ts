@@ -59,6 +59,8 @@ export function renderCard(chapter: Chapter, history: CourseHistory): string[] {
   for (const lab of chapter.labs) {
     lines.push(`实践 ${lab.id} · ${lab.title}`);
     for (const run of lab.runs) lines.push(`  ${BUILD_COMMAND} && ${runCommand(chapter, run)}    → ${expectation(run)}`);
+    const stop = chapter.stops.find((candidate) => candidate.after === lab.id);
+    if (stop) lines.push(`  ── 停靠点：${stop.note}`);
   }
   lines.push(
     "",
@@ -91,7 +93,7 @@ export function renderPracticeGuide(chapter: Chapter, history: CourseHistory): s
     "",
     `- 模式：${chapter.mode}${chapter.mode === "观察" ? "（本目录就是目标状态：先预测、再运行、再亲手弄坏它）" : "（本目录是起点：没有答案，也没有 git 历史）"}`,
     `- 取自提交：\`${shortHash(start ?? "")}\`（课程分支 ${COURSE_BRANCH}）`,
-    `- 预计 ${chapter.minutes} 分钟 · 难度 ${chapter.difficulty}`,
+    `- 预计 ${chapter.minutes} 分钟 · 难度 ${chapter.difficulty}${chapter.stops.length > 0 ? ` · 停靠点在实践 ${chapter.stops.map((stop) => stop.after).join("、")} 之后` : ""}`,
     `- 教学文件：${chapter.teachingFiles.map((file) => `\`${file}\``).join("、")}`,
     `- 聚焦测试：\`${chapter.focusedTest.path}\`（${chapter.focusedTest.count} 项）`,
     `- 课文：\`${chapter.lessonPath}\``,

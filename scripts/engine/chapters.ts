@@ -81,6 +81,14 @@ export interface Step {
   runs: TestRun[];
 }
 
+/** 停靠点：做完某个实践后可以放心离开，下次从下一个实践接着做。 */
+export interface Stop {
+  /** 在这个实践之后停下（不能是本章最后一个实践）。 */
+  after: string;
+  /** 为什么这里适合停：前后两段各做了什么。 */
+  note: string;
+}
+
 export type Mode = "观察" | "重建";
 export type Difficulty = "入门" | "基础" | "核心" | "进阶";
 
@@ -101,6 +109,7 @@ export interface ChapterMeta {
   fault: FaultExperiment;
   acceptance: string[];
   steps: Step[];
+  stops: Stop[];
 }
 
 export interface Chapter extends ChapterMeta {
@@ -290,7 +299,24 @@ function parseMeta(raw: unknown, r: Reader): ChapterMeta {
     fault: parseFault(o.fault, r),
     acceptance: r.strings(o.acceptance, "acceptance", { nonEmpty: true }),
     steps: o.steps === undefined ? [] : r.array(o.steps, "steps", (value, field) => parseStep(value, field, r)),
+    stops: o.stops === undefined ? [] : parseStops(o.stops, labs, r),
   };
+}
+
+/** 停靠点只能落在两个实践之间，每个实践之后最多一个。 */
+function parseStops(value: unknown, labs: readonly Lab[], r: Reader): Stop[] {
+  const ids = labs.map((lab) => lab.id);
+  const seen = new Set<string>();
+  return r.array(value, "stops", (item, field) => {
+    const o = r.object(item, field);
+    const after = r.string(o.after, `${field}.after`);
+    const at = ids.indexOf(after);
+    if (at < 0) r.fail(`${field}.after`, `应当是本章的实践编号（${ids.join("、")}），实际是 ${after}`);
+    if (at === ids.length - 1) r.fail(`${field}.after`, `不能是最后一个实践 ${after}：做完它本章就结束了`);
+    if (seen.has(after)) r.fail(`${field}.after`, `重复：实践 ${after} 之后已经有一个停靠点`);
+    seen.add(after);
+    return { after, note: r.string(o.note, `${field}.note`) };
+  });
 }
 
 function parseFocusedTest(value: unknown, r: Reader): ChapterMeta["focusedTest"] {

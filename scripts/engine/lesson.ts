@@ -76,6 +76,11 @@ export function lintLesson(lesson: string, chapter: Chapter, chapters: readonly 
       problems.push(`缺少实践小节「## 实践 ${lab.id} · …」`);
     }
   }
+  for (const stop of chapter.stops) {
+    if (!/^> \*\*停靠点\*\*：/m.test(labSection(lesson, stop.after))) {
+      problems.push(`实践 ${stop.after} 一节末尾缺少停靠点标记「> **停靠点**：…」（chapter.json 的 stops 声明了它）`);
+    }
+  }
   for (const field of CARD_FIELDS) {
     if (!new RegExp(`^- \\*\\*${field}\\*\\*：`, "m").test(lesson)) problems.push(`本章重建入口缺少「${field}」一行`);
   }
@@ -84,6 +89,15 @@ export function lintLesson(lesson: string, chapter: Chapter, chapters: readonly 
     if (problem) problems.push(`命令 \`${command}\`：${problem}`);
   }
   return problems;
+}
+
+/** `## 实践 N.M · …` 这一节的正文（到下一个二级标题为止）；找不到时是空串。 */
+function labSection(lesson: string, labId: string): string {
+  const start = lesson.search(new RegExp(`^## 实践 ${labId.replace(".", "\\.")}(?: |$)`, "m"));
+  if (start < 0) return "";
+  const rest = lesson.slice(start + 3);
+  const end = rest.search(/^## /m);
+  return end < 0 ? rest : rest.slice(0, end);
 }
 
 const COURSE_SCRIPTS = ["build", "checkpoint", "practice"];
