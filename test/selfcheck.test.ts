@@ -11,6 +11,7 @@ import {
   checkFirstRed,
   checkLesson,
   checkPurity,
+  checkRegions,
   checkStep,
   checkTarget,
   checkTipMatchesPackage,
@@ -74,6 +75,10 @@ for (const chapter of chapters) {
 
     test(label(PROMISES.lesson), () => {
       assert.deepEqual(checkLesson(ctx(), chapter), [], label(PROMISES.lesson));
+    });
+
+    test(label(PROMISES.regions), { timeout: 240_000 }, async () => {
+      assert.deepEqual(await checkRegions(ctx(), chapter), [], label(PROMISES.regions));
     });
 
     for (const step of chapter.steps) {

@@ -9,6 +9,7 @@ import { citedHashes, lintLesson } from "./lesson.js";
 import { COURSE_PACKAGE } from "./paths.js";
 import { createPractice, GUIDE_FILE, linkDependencies, PRACTICE_MARKER } from "./practice.js";
 import { buildProject, compiledTestPath, failureMentions, runTests, type TestReport } from "./runner.js";
+import { cutStarter, practiceTeachingFiles, targetTeachingFiles } from "./starter.js";
 
 /**
  * 课程自检：DESIGN §4 的每一条承诺都对应这里的一个函数。
@@ -31,6 +32,8 @@ export const PROMISES = {
   purity: "6 练习目录纯净",
   lesson: "7 课文结构与命令合规",
   steps: "章节内部步骤按声明通过",
+  regions: "9 从目标切出的脚手架红在第一个实践，逐个填回后各实践依次变绿",
+  mutations: "10 每条变异都让聚焦测试变红",
 } as const;
 
 // ── 承诺 1 ──────────────────────────────────────────────────────
@@ -137,16 +140,16 @@ export async function checkPurity(ctx: SelfCheckContext, chapter: Chapter, pract
 
   const start = practiceStart(chapter, ctx.history);
   const startFiles = await listCommittedFiles(ctx.kitRoot, start);
+  const starter = await practiceTeachingFiles(ctx.kitRoot, chapter, ctx.history);
   for (const file of chapter.teachingFiles) {
     const practiceFile = path.join(practiceDir, file);
-    const starterFile = chapter.starterDir ? path.join(chapter.starterDir, file) : undefined;
-    const expected = starterFile && existsSync(starterFile)
-      ? readFileSync(starterFile, "utf8")
+    const expected = starter.has(file)
+      ? starter.get(file)
       : startFiles.has(file)
         ? await readCommittedFile(ctx.kitRoot, start, file)
         : undefined;
     const actual = existsSync(practiceFile) ? readFileSync(practiceFile, "utf8") : undefined;
-    if (actual !== expected) problems.push(`教学文件 ${file} 不是起点（或脚手架）的版本`);
+    if (actual !== expected) problems.push(`教学文件 ${file} 不是起点（或切出的脚手架）的版本`);
   }
   if (existsSync(path.join(practiceDir, "node_modules", "@pi"))) problems.push("练习目录的 node_modules 里有 @pi（会解析到最终答案）");
   try {
@@ -235,6 +238,65 @@ export async function checkFault(chapter: Chapter, dir: string): Promise<string[
     .map((fragment) => `「${chapter.fault.test}」失败了，但信息里没有「${fragment}」：${outcome.message ?? ""}`);
 }
 
+// ── 承诺 9：从目标的实践区域切出脚手架 ──────────────────────────
+
+/**
+ * 起点 + 聚焦测试 + 切掉区域的教学文件：必须能编译，并且红在第一个实践的“尚未实现”；
+ * 然后按实践顺序一个个填回区域，每填回一个，那个实践的运行就按声明的计数变绿。
+ * 本章目标里没有区域时这条承诺不适用。
+ */
+export async function checkRegions(ctx: SelfCheckContext, chapter: Chapter): Promise<string[]> {
+  const commits = ctx.history.chapters[chapter.id];
+  if (!commits) return [`课程历史里没有第 ${chapter.id} 章`];
+  const sources = await targetTeachingFiles(ctx.kitRoot, chapter, ctx.history);
+  let marked: string[];
+  try {
+    marked = cutStarter(chapter, sources).labs;
+  } catch (error) {
+    return [(error as Error).message];
+  }
+  if (marked.length === 0) {
+    return chapter.placeholders.length > 0 ? ["声明了 placeholders，目标的教学文件里却没有本章的实践区域"] : [];
+  }
+  const unmarked = chapter.labs.filter((lab) => !marked.includes(lab.id));
+  if (unmarked.length > 0) return unmarked.map((lab) => `实践 ${lab.id} 在目标的教学文件里没有区域：练习目录里它无事可做`);
+
+  const dir = await materialise(ctx, commits.parent, `regions-${chapter.id}`);
+  writeProjectFile(dir, chapter.focusedTest.path, await readCommittedFile(ctx.kitRoot, commits.target, chapter.focusedTest.path));
+  const focused = compiledTestPath(dir, chapter.focusedTest.path);
+  const problems: string[] = [];
+  for (let filled = 0; filled <= chapter.labs.length; filled++) {
+    const unfinished = new Set(chapter.labs.slice(filled).map((lab) => lab.id));
+    for (const [file, content] of cutStarter(chapter, sources, unfinished).files) writeProjectFile(dir, file, content);
+    const lab = chapter.labs[filled - 1];
+    const stage = lab === undefined ? "切出的脚手架" : `填回实践 ${lab.id} 之后`;
+    const build = await buildProject(dir);
+    if (!build.ok) return [...problems, `${stage}编译失败：${describeBuild(build.errors)}`];
+    if (lab !== undefined) {
+      for (const run of lab.runs) problems.push(...expectCounts(await runTests([focused], patternOf(run)), run, stage));
+      continue;
+    }
+    const first = chapter.labs[0];
+    if (first === undefined) continue;
+    const wanted = `Lab ${first.id} 尚未实现`;
+    for (const run of first.runs) {
+      const report = await runTests([focused], patternOf(run));
+      if (report.tests.length === 0) problems.push(`${stage}：实践 ${first.id} 的运行没有选中任何测试`);
+      for (const outcome of report.tests) {
+        if (outcome.ok) problems.push(`${stage}里「${outcome.name}」已经通过，应当红在 ${wanted}`);
+        else if (!failureMentions(outcome, wanted)) problems.push(`${stage}里「${outcome.name}」没有红在 ${wanted}：${outcome.message ?? ""}`);
+      }
+    }
+  }
+  return problems;
+}
+
+function writeProjectFile(root: string, file: string, content: string): void {
+  const target = path.join(root, file);
+  mkdirSync(path.dirname(target), { recursive: true });
+  writeFileSync(target, content);
+}
+
 // ── 承诺 7：课文 ────────────────────────────────────────────────
 
 export function checkLesson(ctx: SelfCheckContext, chapter: Chapter): string[] {
@@ -294,6 +356,7 @@ export async function selfCheckChapter(ctx: SelfCheckContext, chapter: Chapter):
   const faultDir = await materialise(ctx, commits.target, `fault-${chapter.id}`);
   await record(PROMISES.fault, () => checkFault(chapter, faultDir));
   await record(PROMISES.lesson, () => checkLesson(ctx, chapter));
+  await record(PROMISES.regions, () => checkRegions(ctx, chapter));
   for (const step of chapter.steps) {
     const hash = commits.steps[step.id];
     if (!hash) {
