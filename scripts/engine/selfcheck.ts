@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import path from "node:path";
 
 import { focusedGlob } from "./card.js";
-import type { Chapter, TestRun } from "./chapters.js";
+import { HINT_LEVEL_NAMES, HINT_LEVELS, type Chapter, type TestRun } from "./chapters.js";
 import { checkoutTree, listCommittedFiles, practiceStart, readCommittedFile, shortHash, type CourseHistory } from "./history.js";
 import { citedHashes, lintLesson } from "./lesson.js";
 import { COURSE_PACKAGE } from "./paths.js";
@@ -151,6 +151,7 @@ export async function checkPurity(ctx: SelfCheckContext, chapter: Chapter, pract
     const actual = existsSync(practiceFile) ? readFileSync(practiceFile, "utf8") : undefined;
     if (actual !== expected) problems.push(`教学文件 ${file} 不是起点（或切出的脚手架）的版本`);
   }
+  problems.push(...findHintText(chapter, practiceDir));
   if (existsSync(path.join(practiceDir, "node_modules", "@pi"))) problems.push("练习目录的 node_modules 里有 @pi（会解析到最终答案）");
   try {
     createRequire(path.join(practiceDir, "package.json")).resolve("@pi/course/package.json");
@@ -158,6 +159,31 @@ export async function checkPurity(ctx: SelfCheckContext, chapter: Chapter, pract
   } catch {
     // 解析失败正是我们要的：练习目录看不到套件里的答案。
   }
+  return problems;
+}
+
+/** 提示只在 npm run hint 后面：练习目录里任何文件（node_modules 除外）都不能含有本章任何一级提示的原文。 */
+export function findHintText(chapter: Chapter, practiceDir: string): string[] {
+  const problems: string[] = [];
+  const visit = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (entry.name !== "node_modules") visit(full);
+        continue;
+      }
+      if (!entry.isFile()) continue;
+      const content = readFileSync(full, "utf8");
+      for (const lab of chapter.labs) {
+        for (const level of HINT_LEVELS) {
+          if (content.includes(lab.hints[level])) {
+            problems.push(`练习目录的 ${path.relative(practiceDir, full)} 含有实践 ${lab.id} 的提示（${HINT_LEVEL_NAMES[level]}）原文`);
+          }
+        }
+      }
+    }
+  };
+  visit(practiceDir);
   return problems;
 }
 
@@ -297,6 +323,46 @@ function writeProjectFile(root: string, file: string, content: string): void {
   writeFileSync(target, content);
 }
 
+// ── 承诺 10：变异测试 ───────────────────────────────────────────
+
+/** 变异之后测试可能一直等下去（例如流永远不结束）：等这么久还没有结果，就按失败算。 */
+const MUTANT_TIMEOUT_MS = 15_000;
+
+/**
+ * 在目标代码上逐条施加 chapter.json 的 mutations：每条都破坏课文说出的一条规则，
+ * 聚焦测试必须因此变红；一条变异活下来，说明那条规则没有被测试守住。每条做完都改回原样。
+ */
+export async function checkMutations(chapter: Chapter, dir: string): Promise<string[]> {
+  if (chapter.mutations.length === 0) return ["chapter.json 没有列出 mutations：课文说出的每条规则都要有一条让聚焦测试变红的变异"];
+  const focused = compiledTestPath(dir, chapter.focusedTest.path);
+  const problems: string[] = [];
+  for (const [index, mutation] of chapter.mutations.entries()) {
+    const label = `变异 ${index + 1}（${mutation.rule}）`;
+    const file = path.join(dir, mutation.file);
+    if (!existsSync(file)) {
+      problems.push(`${label}要改的文件 ${mutation.file} 不存在`);
+      continue;
+    }
+    const original = readFileSync(file, "utf8");
+    const occurrences = original.split(mutation.find).length - 1;
+    if (occurrences !== 1) {
+      problems.push(`${label}的原文在 ${mutation.file} 里出现 ${occurrences} 次，应当恰好 1 次`);
+      continue;
+    }
+    writeFileSync(file, original.replace(mutation.find, () => mutation.replace));
+    try {
+      await buildProject(dir); // 变异后的代码可以有类型错误；测试照样按编译出的 JS 运行
+      const report = await runTests([focused], { timeoutMs: MUTANT_TIMEOUT_MS });
+      if (report.tests.length > 0 && report.passed === report.tests.length) {
+        problems.push(`${label}之后聚焦测试仍然 ${report.passed}/${report.tests.length} 全绿：没有测试守住这条规则`);
+      }
+    } finally {
+      writeFileSync(file, original);
+    }
+  }
+  return problems;
+}
+
 // ── 承诺 7：课文 ────────────────────────────────────────────────
 
 export function checkLesson(ctx: SelfCheckContext, chapter: Chapter): string[] {
@@ -357,6 +423,8 @@ export async function selfCheckChapter(ctx: SelfCheckContext, chapter: Chapter):
   await record(PROMISES.fault, () => checkFault(chapter, faultDir));
   await record(PROMISES.lesson, () => checkLesson(ctx, chapter));
   await record(PROMISES.regions, () => checkRegions(ctx, chapter));
+  const mutantDir = await materialise(ctx, commits.target, `mutations-${chapter.id}`);
+  await record(PROMISES.mutations, () => checkMutations(chapter, mutantDir));
   for (const step of chapter.steps) {
     const hash = commits.steps[step.id];
     if (!hash) {
