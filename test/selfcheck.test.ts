@@ -59,6 +59,22 @@ test("变异测试会抓住活下来的变异：只改注释的“变异”被�
   ]);
 });
 
+test("承诺 9 会失败：实践没有区域、占位代码没有对应的区域、后面实践的占位挡住前面的实践", { timeout: 240_000 }, async () => {
+  const chapter07 = chapters.find((candidate) => candidate.id === "07")!;
+  const extraLab = { ...chapter07.labs[0]!, id: "7.9" };
+  assert.deepEqual(await checkRegions(ctx(), { ...chapter07, labs: [...chapter07.labs, extraLab] }), [
+    "实践 7.9 在目标的教学文件里没有区域：练习目录里它无事可做",
+  ]);
+  const chapter04 = chapters.find((candidate) => candidate.id === "04")!;
+  const stray = { file: chapter04.teachingFiles[0]!, lab: chapter04.labs[0]!.id, match: "x", code: ["x"] };
+  assert.deepEqual(await checkRegions(ctx(), { ...chapter04, placeholders: [stray] }), [
+    "声明了 placeholders，目标的教学文件里却没有本章的实践区域",
+  ]);
+  // 没有 7.3 / 7.4 的临时占位，planTurn 与 stopBeforeCall 一上来就抛错：填回 7.1 之后它的测试也过不了。
+  const problems = await checkRegions(ctx(), { ...chapter07, placeholders: [] });
+  assert.ok(problems.some((problem) => problem.startsWith("填回实践 7.1 之后")), problems.join("\n"));
+});
+
 test("练习目录里出现提示原文会被发现", () => {
   const chapter = chapters.find((candidate) => candidate.id === "05")!;
   const dir = path.join(work.dir, "hint-leak");
