@@ -71,7 +71,7 @@ test("承诺 9 会失败：实践没有区域、占位代码没有对应的区�
     "声明了 placeholders，目标的教学文件里却没有本章的实践区域",
   ]);
   // 没有 7.3 / 7.4 的临时占位，planTurn 与 stopBeforeCall 一上来就抛错：填回 7.1 之后它的测试也过不了。
-  const problems = await checkRegions(ctx(), { ...chapter07, placeholders: [] });
+  const problems = await checkRegions(ctx(), { ...chapter07, placeholders: [] }, "regions-07-without-placeholders");
   assert.ok(problems.some((problem) => problem.startsWith("填回实践 7.1 之后")), problems.join("\n"));
 });
 

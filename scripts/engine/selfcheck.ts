@@ -271,7 +271,7 @@ export async function checkFault(chapter: Chapter, dir: string): Promise<string[
  * 然后按实践顺序一个个填回区域，每填回一个，那个实践的运行就按声明的计数变绿。
  * 本章目标里没有区域时这条承诺不适用。
  */
-export async function checkRegions(ctx: SelfCheckContext, chapter: Chapter): Promise<string[]> {
+export async function checkRegions(ctx: SelfCheckContext, chapter: Chapter, name = `regions-${chapter.id}`): Promise<string[]> {
   const commits = ctx.history.chapters[chapter.id];
   if (!commits) return [`课程历史里没有第 ${chapter.id} 章`];
   const sources = await targetTeachingFiles(ctx.kitRoot, chapter, ctx.history);
@@ -287,7 +287,7 @@ export async function checkRegions(ctx: SelfCheckContext, chapter: Chapter): Pro
   const unmarked = chapter.labs.filter((lab) => !marked.includes(lab.id));
   if (unmarked.length > 0) return unmarked.map((lab) => `实践 ${lab.id} 在目标的教学文件里没有区域：练习目录里它无事可做`);
 
-  const dir = await materialise(ctx, commits.parent, `regions-${chapter.id}`);
+  const dir = await materialise(ctx, commits.parent, name);
   writeProjectFile(dir, chapter.focusedTest.path, await readCommittedFile(ctx.kitRoot, commits.target, chapter.focusedTest.path));
   const focused = compiledTestPath(dir, chapter.focusedTest.path);
   const problems: string[] = [];
