@@ -22,7 +22,7 @@ await runCommand(async () => {
   const { chapter, history } = await openChapter(positionals[0]);
   const commits = history.chapters[chapter.id];
   if (values.json) {
-    const { dir: _dir, lessonPath: _lesson, patchPath: _patch, starterDir: _starter, ...meta } = chapter;
+    const { dir: _dir, lessonPath: _lesson, patchPath: _patch, ...meta } = chapter;
     console.log(JSON.stringify({ ...meta, branch: history.branch, commits }, null, 2));
     return;
   }

@@ -11,6 +11,22 @@ after(() => work.remove());
 
 const IDENTITY = ["-c", "user.name=Author", "-c", "user.email=author@example.invalid"];
 
+/** 在编辑分支上用普通 git 把 change 做的修改并进第 id 章的提交：commit --fixup，再 rebase --autosquash。 */
+async function amendChapter(editDir: string, id: string, change: () => void): Promise<void> {
+  const log = await git(editDir, "log", "--format=%H %s");
+  const commit = log.split("\n").find((line) => line.includes(`course(${id}): `))?.split(" ")[0];
+  assert.ok(commit, `编辑分支上应有 course(${id}) 提交`);
+  const base = log.split("\n").at(-1)?.split(" ")[0] ?? "";
+  change();
+  await git(editDir, "add", "-A");
+  await git(editDir, ...IDENTITY, "commit", "--quiet", `--fixup=${commit}`);
+  const rebase = await spawnProcess("git", [...IDENTITY, "rebase", "--quiet", "-i", "--autosquash", base], {
+    cwd: editDir,
+    env: { ...process.env, GIT_SEQUENCE_EDITOR: "true" },
+  });
+  assert.equal(rebase.code, 0, rebase.stderr);
+}
+
 /**
  * 作者的完整工作流：edit 打开历史的 worktree → 用普通 git 把修改并进第 02 章 →
  * export 写回补丁、重新盖哈希、同步 packages/pi-course → 自检仍然全绿。
@@ -24,21 +40,11 @@ test("作者用 edit / export 修改第 02 章：补丁、课文哈希与 packag
   const opened = await runScript("course", ["edit", editDir], { kit, cwd: kit });
   assert.equal(opened.code, 0, opened.stderr);
 
-  const log = await git(editDir, "log", "--format=%H %s");
-  const chapter02 = log.split("\n").find((line) => line.includes("course(02): "))?.split(" ")[0];
-  assert.ok(chapter02, "编辑分支上应有 course(02) 提交");
-  const base = log.split("\n").at(-1)?.split(" ")[0] ?? "";
-
   const file = path.join(editDir, "packages/pi-course/src/event-stream.ts");
   const marker = "一条单次使用、可以被两种方式读取的异步事件流。";
-  writeFileSync(file, readFileSync(file, "utf8").replace("一条单次使用的异步事件流。", marker));
-  await git(editDir, "add", "-A");
-  await git(editDir, ...IDENTITY, "commit", "--quiet", `--fixup=${chapter02}`);
-  const rebase = await spawnProcess("git", [...IDENTITY, "rebase", "--quiet", "-i", "--autosquash", base], {
-    cwd: editDir,
-    env: { ...process.env, GIT_SEQUENCE_EDITOR: "true" },
+  await amendChapter(editDir, "02", () => {
+    writeFileSync(file, readFileSync(file, "utf8").replace("一条单次使用的异步事件流。", marker));
   });
-  assert.equal(rebase.code, 0, rebase.stderr);
 
   const exported = await runScript("course", ["export"], { kit, cwd: kit });
   assert.equal(exported.code, 0, exported.stderr);
@@ -63,4 +69,32 @@ test("packages/pi-course 有未提交的改动时，export 拒绝覆盖", { time
   assert.equal(result.code, 1);
   assert.match(result.stderr, /未提交的改动/);
   assert.equal(readFileSync(draft, "utf8"), "export const draft = 1;\n");
+});
+
+/** 脚手架不另存：作者改了目标，练习目录切出的脚手架随之改变。 */
+test("作者改第 06 章的目标：区域外的改动进入练习目录，区域内的改动仍被切掉", { timeout: 120_000 }, async () => {
+  const kit = await cloneKit(work.dir, "regions");
+  const editDir = path.join(work.dir, "regions-edit");
+  assert.equal((await runScript("course", ["edit", editDir], { kit, cwd: kit })).code, 0);
+  const file = path.join(editDir, "packages/pi-course/src/tools.ts");
+  const outside = "/** 发给 Provider 的只有名字、说明和 JSON Schema；execute 和其余字段都留在本地。 */";
+  const inside = "    // 这句注释写在实践 6.2 的区域里。";
+  await amendChapter(editDir, "06", () => {
+    const source = readFileSync(file, "utf8");
+    const edited = source
+      .replace("/** 发给 Provider 的只有名字、说明和 JSON Schema；execute 留在本地。 */", outside)
+      .replace("    return this.tools.get(name);\n", `${inside}\n    return this.tools.get(name);\n`);
+    assert.notEqual(edited, source);
+    writeFileSync(file, edited);
+  });
+  const exported = await runScript("course", ["export"], { kit, cwd: kit });
+  assert.equal(exported.code, 0, exported.stderr);
+
+  const practice = path.join(work.dir, "regions-practice");
+  const made = await runScript("practice", ["06", practice], { kit, cwd: kit });
+  assert.equal(made.code, 0, made.stderr);
+  const starter = readFileSync(path.join(practice, "packages/pi-course/src/tools.ts"), "utf8");
+  assert.ok(starter.includes(outside), "区域外的改动原样进入练习目录");
+  assert.ok(!starter.includes(inside.trim()), "区域里的内容不进入练习目录");
+  assert.ok(starter.includes('  get(name: string): AgentTool | undefined {\n    throw new Error("Lab 6.2 尚未实现");\n  }'));
 });

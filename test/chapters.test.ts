@@ -51,6 +51,22 @@ test("缺字段、类型不对、提示不足四级：错误指出文件与字�
   assertInvalid(lessonsWith("bad-id", (meta) => (meta.id = "07")), /字段 id 应当与目录编号 03 一致/);
 });
 
+test("mutations 与 placeholders 逐字段校验：错误指出文件与字段", () => {
+  const mutations = (meta: Record<string, unknown>) => meta.mutations as Array<Record<string, unknown>>;
+  assertInvalid(lessonsWith("mutation-no-rule", (meta) => delete mutations(meta)[0]!.rule), /chapter\.json：字段 mutations\[0\]\.rule 应当是非空字符串/);
+  assertInvalid(lessonsWith("mutation-no-find", (meta) => (mutations(meta)[1]!.find = "")), /字段 mutations\[1\]\.find 应当是非空字符串/);
+  assertInvalid(lessonsWith("mutation-same", (meta) => (mutations(meta)[0]!.replace = mutations(meta)[0]!.find)), /字段 mutations\[0\]\.replace 与 find 相同/);
+  assertInvalid(lessonsWith("mutations-object", (meta) => (meta.mutations = {})), /字段 mutations 应当是数组/);
+  const placeholder = { file: "packages/pi-course/src/types.ts", lab: "3.1", match: "textOf", code: ["return \"\";"] };
+  assertInvalid(lessonsWith("placeholder-lab", (meta) => (meta.placeholders = [{ ...placeholder, lab: "9.9" }])), /字段 placeholders\[0\]\.lab 9\.9 不是本章的实践/);
+  assertInvalid(
+    lessonsWith("placeholder-file", (meta) => (meta.placeholders = [{ ...placeholder, file: "packages/pi-course/src/sse.ts" }])),
+    /字段 placeholders\[0\]\.file .* 不是本章的教学文件/,
+  );
+  assertInvalid(lessonsWith("placeholder-code", (meta) => (meta.placeholders = [{ ...placeholder, code: [] }])), /字段 placeholders\[0\]\.code 不能为空/);
+  assert.doesNotThrow(() => loadChapters(lessonsWith("placeholder-ok", (meta) => (meta.placeholders = [placeholder]))));
+});
+
 test("不是合法 JSON 与章节编号不连续：同样给出一句中文", () => {
   const broken = lessonsWith("broken-json", () => {});
   writeFileSync(path.join(broken, "03-message-ir", "chapter.json"), "{ 不是 json");

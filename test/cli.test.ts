@@ -3,7 +3,9 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
+import { loadChapters } from "../scripts/engine/chapters.ts";
 import { argumentError, paint, wantsColor } from "../scripts/engine/cli.ts";
+import { LESSONS_DIR } from "../scripts/engine/paths.ts";
 import { KIT, runScript, spawnProcess, tempDir, TSX } from "./helpers.ts";
 
 const work = tempDir("cli");
@@ -93,8 +95,14 @@ describe("practice：创建练习目录", () => {
     assert.deepEqual(tests.at(-1), "03-message-ir.test.ts");
     assert.ok(!tests.some((file) => file.startsWith("04-")));
     const guide = readFileSync(path.join(dir, "LEARNING.md"), "utf8");
-    assert.match(guide, /实践 3\.1/);
-    assert.match(guide, /定位文件/);
+    assert.match(guide, /## 实践 3\.1/);
+    assert.ok(guide.includes("npm run hint -- 03 3.1"), "卡片说明怎样要提示");
+    assert.ok(guide.includes("lessons/03-message-ir/lesson.md"), "卡片指向课文，而不是抄一份");
+    assert.ok(!guide.includes("<details>"), "卡片里没有折叠的提示");
+    const chapter = loadChapters(LESSONS_DIR).find((candidate) => candidate.id === "03")!;
+    for (const lab of chapter.labs) {
+      for (const hint of Object.values(lab.hints)) assert.ok(!guide.includes(hint), `卡片里出现了实践 ${lab.id} 的提示原文`);
+    }
   });
 
   test("学习者的第一条命令在练习目录里给出声明的 tsc 红灯", { timeout: 60_000 }, async () => {

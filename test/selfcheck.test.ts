@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { loadChapters } from "../scripts/engine/chapters.ts";
@@ -10,10 +12,13 @@ import {
   checkFault,
   checkFirstRed,
   checkLesson,
+  checkMutations,
   checkPurity,
+  checkRegions,
   checkStep,
   checkTarget,
   checkTipMatchesPackage,
+  findHintText,
   makePracticeDir,
   materialise,
   PROMISES,
@@ -37,6 +42,46 @@ after(() => work.remove());
 
 test("课程历史末端与套件里的 packages/pi-course 逐文件一致", async () => {
   assert.deepEqual(await checkTipMatchesPackage(ctx()), []);
+});
+
+test("变异测试会抓住活下来的变异：只改注释的“变异”被报告为没有测试守住", { timeout: 120_000 }, async () => {
+  const chapter = chapters.find((candidate) => candidate.id === "01")!;
+  const dir = await materialise(ctx(), history.chapters["01"]!.target, "mutations-survivor");
+  const file = "packages/pi-course/src/trace-events.ts";
+  const harmless = { rule: "只改一行注释", file, find: "// ── 在边界上解析 unknown", replace: "// ── 改过的注释" };
+  const missing = { rule: "原文不存在", file, find: "这段原文不在文件里", replace: "x" };
+  const problems = await checkMutations({ ...chapter, mutations: [harmless, missing] }, dir);
+  assert.equal(problems.length, 2, problems.join("\n"));
+  assert.match(problems[0]!, /变异 1（只改一行注释）之后聚焦测试仍然 \d+\/\d+ 全绿/);
+  assert.match(problems[1]!, /变异 2（原文不存在）的原文在 .* 里出现 0 次/);
+  assert.deepEqual(await checkMutations({ ...chapter, mutations: [] }, dir), [
+    "chapter.json 没有列出 mutations：课文说出的每条规则都要有一条让聚焦测试变红的变异",
+  ]);
+});
+
+test("承诺 9 会失败：实践没有区域、占位代码没有对应的区域、后面实践的占位挡住前面的实践", { timeout: 240_000 }, async () => {
+  const chapter07 = chapters.find((candidate) => candidate.id === "07")!;
+  const extraLab = { ...chapter07.labs[0]!, id: "7.9" };
+  assert.deepEqual(await checkRegions(ctx(), { ...chapter07, labs: [...chapter07.labs, extraLab] }), [
+    "实践 7.9 在目标的教学文件里没有区域：练习目录里它无事可做",
+  ]);
+  const chapter04 = chapters.find((candidate) => candidate.id === "04")!;
+  const stray = { file: chapter04.teachingFiles[0]!, lab: chapter04.labs[0]!.id, match: "x", code: ["x"] };
+  assert.deepEqual(await checkRegions(ctx(), { ...chapter04, placeholders: [stray] }), [
+    "声明了 placeholders，目标的教学文件里却没有本章的实践区域",
+  ]);
+  // 没有 7.3 / 7.4 的临时占位，planTurn 与 stopBeforeCall 一上来就抛错：填回 7.1 之后它的测试也过不了。
+  const problems = await checkRegions(ctx(), { ...chapter07, placeholders: [] }, "regions-07-without-placeholders");
+  assert.ok(problems.some((problem) => problem.startsWith("填回实践 7.1 之后")), problems.join("\n"));
+});
+
+test("练习目录里出现提示原文会被发现", () => {
+  const chapter = chapters.find((candidate) => candidate.id === "05")!;
+  const dir = path.join(work.dir, "hint-leak");
+  mkdirSync(path.join(dir, "node_modules"), { recursive: true });
+  writeFileSync(path.join(dir, "notes.md"), `抄来的：${chapter.labs[1]!.hints.pseudocode}\n`);
+  writeFileSync(path.join(dir, "node_modules", "ignored.md"), chapter.labs[0]!.hints.code);
+  assert.deepEqual(findHintText(chapter, dir), [`练习目录的 notes.md 含有实践 ${chapter.labs[1]!.id} 的提示（伪代码）原文`]);
 });
 
 for (const chapter of chapters) {
@@ -74,6 +119,15 @@ for (const chapter of chapters) {
 
     test(label(PROMISES.lesson), () => {
       assert.deepEqual(checkLesson(ctx(), chapter), [], label(PROMISES.lesson));
+    });
+
+    test(label(PROMISES.regions), { timeout: 240_000 }, async () => {
+      assert.deepEqual(await checkRegions(ctx(), chapter), [], label(PROMISES.regions));
+    });
+
+    test(label(PROMISES.mutations), { timeout: 600_000 }, async () => {
+      const mutantDir = await materialise(ctx(), history.chapters[chapter.id]!.target, `mutations-${chapter.id}`);
+      assert.deepEqual(await checkMutations(chapter, mutantDir), [], label(PROMISES.mutations));
     });
 
     for (const step of chapter.steps) {

@@ -75,17 +75,26 @@ export function renderCard(chapter: Chapter, history: CourseHistory): string[] {
   return lines;
 }
 
-const TUTOR_PROTOCOL = [
+const TUTOR_PROTOCOL = (chapter: Chapter) => [
   "1. 先预测：每次运行前，先写下你认为会看到什么（哪条红灯、几项通过）。",
   "2. 一次只做一个动作：改一处、跑一次、看一眼结果。",
   "3. 找第一处偏差：只看第一条失败的期望值与实际值，或第一条 tsc 错误的文件和行号。",
-  "4. 按梯子要提示：定位文件 → 指出签名 → 伪代码 → 局部代码，一级不够再要下一级。",
+  `4. 卡住了才要提示，一次一级：npm run hint -- ${chapter.id} <实践>（定位文件 → 指出签名 → 伪代码 → 局部代码），一级不够再要下一级。`,
   "5. 永远不改弱测试：测试是规格；让它变绿的唯一办法是让代码满足它。",
 ];
 
-/** 练习目录里的 LEARNING.md：本章卡片、红灯、实践、提示梯子与辅导约定。 */
+/** 课文在课程套件里的位置（相对套件根目录）。 */
+export function lessonLocation(chapter: Chapter): string {
+  return `lessons/${chapter.dirName}/lesson.md`;
+}
+
+/**
+ * 练习目录里的 LEARNING.md：本章的卡片。只有红灯、每个实践的目标、命令与计数、怎样要提示；
+ * 讲解和做法留在课文里，提示留在 npm run hint 后面：这个目录里的任何文件都不含提示原文。
+ */
 export function renderPracticeGuide(chapter: Chapter, history: CourseHistory): string {
   const start = practiceStart(chapter, history);
+  const lesson = lessonLocation(chapter);
   const out: string[] = [
     `# 第 ${chapter.id} 章 · ${chapter.title}`,
     "",
@@ -96,7 +105,7 @@ export function renderPracticeGuide(chapter: Chapter, history: CourseHistory): s
     `- 预计 ${chapter.minutes} 分钟 · 难度 ${chapter.difficulty}${chapter.stops.length > 0 ? ` · 停靠点在实践 ${chapter.stops.map((stop) => stop.after).join("、")} 之后` : ""}`,
     `- 教学文件：${chapter.teachingFiles.map((file) => `\`${file}\``).join("、")}`,
     `- 聚焦测试：\`${chapter.focusedTest.path}\`（${chapter.focusedTest.count} 项）`,
-    `- 课文：\`${chapter.lessonPath}\``,
+    `- 课文：课程套件里的 \`${lesson}\`。概念、每个实践的做法、故障实验和验收问题都在那里，这张卡片只列要做什么、怎么验证。`,
     "",
     "## 第一次运行",
     "",
@@ -115,60 +124,30 @@ export function renderPracticeGuide(chapter: Chapter, history: CourseHistory): s
     "",
     "```bash",
     `npm run watch -- ${chapter.id}`,
-    `npm run hint -- ${chapter.id}`,
+    `npm run hint -- ${chapter.id} ${chapter.labs[0]?.id ?? ""}`.trimEnd(),
     `npm run verify -- ${chapter.id}`,
     "```",
     "",
-    "watch 在每次保存后重新编译并运行聚焦测试；hint 一次展开一级提示；verify 连同更早各章一起验证，全部通过就在 `npm start` 的地图上点亮本章。",
+    "watch 在每次保存后重新编译并运行聚焦测试；hint 一次只给一级提示并记进进度；verify 连同更早各章一起验证，全部通过就在 `npm start` 的地图上点亮本章。",
     "",
   ];
   for (const lab of chapter.labs) {
     out.push(`## 实践 ${lab.id} · ${lab.title}`, "", `目标：${lab.goal}`, "");
-    out.push(`文件：${lab.files.map((file) => `\`${file}\``).join("、")}`, "");
-    lab.actions.forEach((action, index) => out.push(`${index + 1}. ${action}`));
-    out.push("", "```bash");
+    out.push(`文件：${lab.files.map((file) => `\`${file}\``).join("、")}`, "", "```bash");
     for (const run of lab.runs) out.push(`${BUILD_COMMAND} && ${runCommand(chapter, run)}`);
     out.push("```", "", `预期：${lab.runs.map(expectation).join("，然后 ")}`, "");
-    out.push("提示梯子（卡住时一级一级展开）：", "");
-    for (const level of HINT_LEVELS) {
-      out.push(`<details><summary>${HINT_LEVEL_NAMES[level]}</summary>`, "", lab.hints[level], "", "</details>", "");
-    }
+    out.push(`怎么做见课文「实践 ${lab.id}」一节；卡住了：\`npm run hint -- ${chapter.id} ${lab.id}\`（一次一级：${HINT_LEVELS.map((level) => HINT_LEVEL_NAMES[level]).join(" → ")}）。`, "");
   }
   out.push(
     "## 故障实验",
     "",
-    `${chapter.fault.title}。全部变绿以后，临时做下面的改动，预测哪条测试会失败、失败信息里会出现什么，再运行验证；看清之后改回原样。`,
-    "",
-    // 改动里有目标代码的原文：折叠起来，免得做实践时提前看到。
-    "<details><summary>全部变绿以后再展开</summary>",
-    "",
-    ...chapter.fault.mutations.flatMap((mutation) => [
-      `在 \`${mutation.file}\` 里把`,
-      "",
-      "```ts",
-      mutation.find,
-      "```",
-      "",
-      "改成",
-      "",
-      "```ts",
-      mutation.replace === "" ? "// （删掉这段）" : mutation.replace,
-      "```",
-      "",
-    ]),
-    `应当失败的测试：「${chapter.fault.test}」。课文的「故障实验」一节解释了原因。`,
-    "",
-    "</details>",
-    "",
-    "## 本章验收",
-    "",
-    ...chapter.acceptance.map((question) => `- ${question}`),
+    `全部变绿以后，做课文「故障实验」一节：${chapter.fault.title}。先预测哪条测试会失败、失败信息里会出现什么，再运行验证；看清之后改回原样。`,
     "",
     "## 与导师（人或 AI）一起学的约定",
     "",
     "不要直接要完整答案。",
     "",
-    ...TUTOR_PROTOCOL,
+    ...TUTOR_PROTOCOL(chapter),
     "",
   );
   return out.join("\n");

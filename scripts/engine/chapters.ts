@@ -63,6 +63,22 @@ export interface Mutation {
   replace: string;
 }
 
+/** 变异测试的一条：破坏课文说出的一条规则，聚焦测试必须因此变红。 */
+export interface RuleMutation extends Mutation {
+  /** 被破坏的规则，用课文里的说法。 */
+  rule: string;
+}
+
+/** 练习目录里某个区域的占位代码（默认是那句“尚未实现”）。 */
+export interface StarterPlaceholder {
+  file: string;
+  lab: string;
+  /** 区域内容里的一段原文：同一实践在同一文件里有几个区域时，用它指认是哪一个。 */
+  match: string;
+  /** 占位代码，一行一项，按区域标记的缩进写入。 */
+  code: string[];
+}
+
 export interface FaultExperiment {
   title: string;
   mutations: Mutation[];
@@ -107,6 +123,10 @@ export interface ChapterMeta {
   firstRed: FirstRed;
   labs: Lab[];
   fault: FaultExperiment;
+  /** 变异测试（DESIGN §4.10）：每条都必须让聚焦测试变红。 */
+  mutations: RuleMutation[];
+  /** 从目标切出练习目录时，不用默认“尚未实现”的区域。 */
+  placeholders: StarterPlaceholder[];
   acceptance: string[];
   steps: Step[];
   stops: Stop[];
@@ -118,14 +138,11 @@ export interface Chapter extends ChapterMeta {
   dir: string;
   lessonPath: string;
   patchPath: string;
-  /** 练习目录用来替换起点文件的脚手架目录（可选）。 */
-  starterDir?: string;
 }
 
 export const METADATA_FILE = "chapter.json";
 export const LESSON_FILE = "lesson.md";
 export const PATCH_FILE = "chapter.patch";
-export const STARTER_DIR = "starter";
 
 const DIR_PATTERN = /^(\d{2})-([a-z0-9]+(?:-[a-z0-9]+)*)$/;
 
@@ -174,8 +191,6 @@ function loadChapter(dir: string): Chapter {
     lessonPath: path.join(dir, LESSON_FILE),
     patchPath: path.join(dir, PATCH_FILE),
   };
-  const starterDir = path.join(dir, STARTER_DIR);
-  if (existsSync(starterDir)) chapter.starterDir = starterDir;
   for (const file of [LESSON_FILE, PATCH_FILE, ...meta.steps.map((step) => step.patch)]) {
     if (!existsSync(path.join(dir, file))) {
       throw new CourseError("CHAPTER_INVALID", `${path.join("lessons", dirName, file)}：文件不存在`);
@@ -282,7 +297,7 @@ function parseMeta(raw: unknown, r: Reader): ChapterMeta {
   const mode = r.oneOf(o.mode, "mode", ["观察", "重建"] as const);
   const firstRed = parseFirstRed(o.firstRed, r);
   if (mode === "重建" && firstRed.kind === "none") r.fail("firstRed.kind", "重建章必须声明第一次红灯");
-  return {
+  const meta: ChapterMeta = {
     id: r.string(o.id, "id"),
     slug: r.string(o.slug, "slug"),
     title: r.string(o.title, "title"),
@@ -297,10 +312,18 @@ function parseMeta(raw: unknown, r: Reader): ChapterMeta {
     firstRed,
     labs,
     fault: parseFault(o.fault, r),
+    mutations: o.mutations === undefined ? [] : r.array(o.mutations, "mutations", (value, field) => parseRuleMutation(value, field, r)),
+    placeholders:
+      o.placeholders === undefined ? [] : r.array(o.placeholders, "placeholders", (value, field) => parsePlaceholder(value, field, r)),
     acceptance: r.strings(o.acceptance, "acceptance", { nonEmpty: true }),
     steps: o.steps === undefined ? [] : r.array(o.steps, "steps", (value, field) => parseStep(value, field, r)),
     stops: o.stops === undefined ? [] : parseStops(o.stops, labs, r),
   };
+  meta.placeholders.forEach((placeholder, index) => {
+    if (!labs.some((lab) => lab.id === placeholder.lab)) r.fail(`placeholders[${index}].lab`, `${placeholder.lab} 不是本章的实践`);
+    if (!meta.teachingFiles.includes(placeholder.file)) r.fail(`placeholders[${index}].file`, `${placeholder.file} 不是本章的教学文件`);
+  });
+  return meta;
 }
 
 /** 停靠点只能落在两个实践之间，每个实践之后最多一个。 */
@@ -393,13 +416,35 @@ function parseFirstRed(value: unknown, r: Reader): FirstRed {
   return { kind, summary, failures };
 }
 
+function parseMutation(value: unknown, field: string, r: Reader): Mutation {
+  const m = r.object(value, field);
+  const file = r.string(m.file, `${field}.file`);
+  const find = r.string(m.find, `${field}.find`);
+  if (typeof m.replace !== "string") r.fail(`${field}.replace`, "应当是字符串");
+  if (m.replace === find) r.fail(`${field}.replace`, "与 find 相同，什么也没改");
+  return { file, find, replace: m.replace };
+}
+
+function parseRuleMutation(value: unknown, field: string, r: Reader): RuleMutation {
+  const o = r.object(value, field);
+  return { rule: r.string(o.rule, `${field}.rule`), ...parseMutation(o, field, r) };
+}
+
+function parsePlaceholder(value: unknown, field: string, r: Reader): StarterPlaceholder {
+  const o = r.object(value, field);
+  const lab = r.string(o.lab, `${field}.lab`);
+  if (!/^\d+\.\d+$/.test(lab)) r.fail(`${field}.lab`, "应当形如 7.3");
+  return {
+    file: r.string(o.file, `${field}.file`),
+    lab,
+    match: r.string(o.match, `${field}.match`),
+    code: r.strings(o.code, `${field}.code`, { nonEmpty: true }),
+  };
+}
+
 function parseFault(value: unknown, r: Reader): FaultExperiment {
   const o = r.object(value, "fault");
-  const mutations = r.array(o.mutations, "fault.mutations", (item, field) => {
-    const m = r.object(item, field);
-    if (typeof m.replace !== "string") r.fail(`${field}.replace`, "应当是字符串");
-    return { file: r.string(m.file, `${field}.file`), find: r.string(m.find, `${field}.find`), replace: m.replace };
-  });
+  const mutations = r.array(o.mutations, "fault.mutations", (item, field) => parseMutation(item, field, r));
   if (mutations.length === 0) r.fail("fault.mutations", "不能为空");
   return {
     title: r.string(o.title, "fault.title"),

@@ -1,5 +1,4 @@
 import {
-  cpSync,
   existsSync,
   mkdirSync,
   readdirSync,
@@ -20,6 +19,7 @@ import { checkoutTree, practiceStart, readCommittedFile, type CourseHistory } fr
 import { abortGitProcesses } from "./git.js";
 import { createLink, expectedLinks, isSymlink } from "./links.js";
 import { isInside } from "./paths.js";
+import { practiceTeachingFiles } from "./starter.js";
 
 export const PRACTICE_MARKER = ".pi-course-practice.json";
 export const GUIDE_FILE = "LEARNING.md";
@@ -236,7 +236,8 @@ async function fillPractice(
     const focused = await readCommittedFile(kitRoot, commits.target, chapter.focusedTest.path);
     writeProjectFile(dir, chapter.focusedTest.path, focused);
   }
-  if (chapter.starterDir) cpSync(chapter.starterDir, dir, { recursive: true });
+  // 标了实践区域的章节：教学文件是切掉区域的目标（DESIGN §4.9），不再另存一份脚手架。
+  for (const [file, content] of await practiceTeachingFiles(kitRoot, chapter, history)) writeProjectFile(dir, file, content);
   writeFileSync(path.join(dir, GUIDE_FILE), renderPracticeGuide(chapter, history));
   const marker: PracticeMarker = { chapter: chapter.id, slug: chapter.slug, start, kitRoot };
   writeFileSync(path.join(dir, PRACTICE_MARKER), `${JSON.stringify(marker, null, 2)}\n`);

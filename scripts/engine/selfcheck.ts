@@ -3,12 +3,13 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import path from "node:path";
 
 import { focusedGlob } from "./card.js";
-import type { Chapter, TestRun } from "./chapters.js";
+import { HINT_LEVEL_NAMES, HINT_LEVELS, type Chapter, type TestRun } from "./chapters.js";
 import { checkoutTree, listCommittedFiles, practiceStart, readCommittedFile, shortHash, type CourseHistory } from "./history.js";
 import { citedHashes, lintLesson } from "./lesson.js";
 import { COURSE_PACKAGE } from "./paths.js";
 import { createPractice, GUIDE_FILE, linkDependencies, PRACTICE_MARKER } from "./practice.js";
 import { buildProject, compiledTestPath, failureMentions, runTests, type TestReport } from "./runner.js";
+import { cutStarter, practiceTeachingFiles, targetTeachingFiles } from "./starter.js";
 
 /**
  * 课程自检：DESIGN §4 的每一条承诺都对应这里的一个函数。
@@ -31,6 +32,8 @@ export const PROMISES = {
   purity: "6 练习目录纯净",
   lesson: "7 课文结构与命令合规",
   steps: "章节内部步骤按声明通过",
+  regions: "9 从目标切出的脚手架红在第一个实践，逐个填回后各实践依次变绿",
+  mutations: "10 每条变异都让聚焦测试变红",
 } as const;
 
 // ── 承诺 1 ──────────────────────────────────────────────────────
@@ -137,17 +140,18 @@ export async function checkPurity(ctx: SelfCheckContext, chapter: Chapter, pract
 
   const start = practiceStart(chapter, ctx.history);
   const startFiles = await listCommittedFiles(ctx.kitRoot, start);
+  const starter = await practiceTeachingFiles(ctx.kitRoot, chapter, ctx.history);
   for (const file of chapter.teachingFiles) {
     const practiceFile = path.join(practiceDir, file);
-    const starterFile = chapter.starterDir ? path.join(chapter.starterDir, file) : undefined;
-    const expected = starterFile && existsSync(starterFile)
-      ? readFileSync(starterFile, "utf8")
+    const expected = starter.has(file)
+      ? starter.get(file)
       : startFiles.has(file)
         ? await readCommittedFile(ctx.kitRoot, start, file)
         : undefined;
     const actual = existsSync(practiceFile) ? readFileSync(practiceFile, "utf8") : undefined;
-    if (actual !== expected) problems.push(`教学文件 ${file} 不是起点（或脚手架）的版本`);
+    if (actual !== expected) problems.push(`教学文件 ${file} 不是起点（或切出的脚手架）的版本`);
   }
+  problems.push(...findHintText(chapter, practiceDir));
   if (existsSync(path.join(practiceDir, "node_modules", "@pi"))) problems.push("练习目录的 node_modules 里有 @pi（会解析到最终答案）");
   try {
     createRequire(path.join(practiceDir, "package.json")).resolve("@pi/course/package.json");
@@ -155,6 +159,31 @@ export async function checkPurity(ctx: SelfCheckContext, chapter: Chapter, pract
   } catch {
     // 解析失败正是我们要的：练习目录看不到套件里的答案。
   }
+  return problems;
+}
+
+/** 提示只在 npm run hint 后面：练习目录里任何文件（node_modules 除外）都不能含有本章任何一级提示的原文。 */
+export function findHintText(chapter: Chapter, practiceDir: string): string[] {
+  const problems: string[] = [];
+  const visit = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (entry.name !== "node_modules") visit(full);
+        continue;
+      }
+      if (!entry.isFile()) continue;
+      const content = readFileSync(full, "utf8");
+      for (const lab of chapter.labs) {
+        for (const level of HINT_LEVELS) {
+          if (content.includes(lab.hints[level])) {
+            problems.push(`练习目录的 ${path.relative(practiceDir, full)} 含有实践 ${lab.id} 的提示（${HINT_LEVEL_NAMES[level]}）原文`);
+          }
+        }
+      }
+    }
+  };
+  visit(practiceDir);
   return problems;
 }
 
@@ -235,6 +264,105 @@ export async function checkFault(chapter: Chapter, dir: string): Promise<string[
     .map((fragment) => `「${chapter.fault.test}」失败了，但信息里没有「${fragment}」：${outcome.message ?? ""}`);
 }
 
+// ── 承诺 9：从目标的实践区域切出脚手架 ──────────────────────────
+
+/**
+ * 起点 + 聚焦测试 + 切掉区域的教学文件：必须能编译，并且红在第一个实践的“尚未实现”；
+ * 然后按实践顺序一个个填回区域，每填回一个，那个实践的运行就按声明的计数变绿。
+ * 本章目标里没有区域时这条承诺不适用。
+ */
+export async function checkRegions(ctx: SelfCheckContext, chapter: Chapter, name = `regions-${chapter.id}`): Promise<string[]> {
+  const commits = ctx.history.chapters[chapter.id];
+  if (!commits) return [`课程历史里没有第 ${chapter.id} 章`];
+  const sources = await targetTeachingFiles(ctx.kitRoot, chapter, ctx.history);
+  let marked: string[];
+  try {
+    marked = cutStarter(chapter, sources).labs;
+  } catch (error) {
+    return [(error as Error).message];
+  }
+  if (marked.length === 0) {
+    return chapter.placeholders.length > 0 ? ["声明了 placeholders，目标的教学文件里却没有本章的实践区域"] : [];
+  }
+  const unmarked = chapter.labs.filter((lab) => !marked.includes(lab.id));
+  if (unmarked.length > 0) return unmarked.map((lab) => `实践 ${lab.id} 在目标的教学文件里没有区域：练习目录里它无事可做`);
+
+  const dir = await materialise(ctx, commits.parent, name);
+  writeProjectFile(dir, chapter.focusedTest.path, await readCommittedFile(ctx.kitRoot, commits.target, chapter.focusedTest.path));
+  const focused = compiledTestPath(dir, chapter.focusedTest.path);
+  const problems: string[] = [];
+  for (let filled = 0; filled <= chapter.labs.length; filled++) {
+    const unfinished = new Set(chapter.labs.slice(filled).map((lab) => lab.id));
+    for (const [file, content] of cutStarter(chapter, sources, unfinished).files) writeProjectFile(dir, file, content);
+    const lab = chapter.labs[filled - 1];
+    const stage = lab === undefined ? "切出的脚手架" : `填回实践 ${lab.id} 之后`;
+    const build = await buildProject(dir);
+    if (!build.ok) return [...problems, `${stage}编译失败：${describeBuild(build.errors)}`];
+    if (lab !== undefined) {
+      for (const run of lab.runs) problems.push(...expectCounts(await runTests([focused], patternOf(run)), run, stage));
+      continue;
+    }
+    const first = chapter.labs[0];
+    if (first === undefined) continue;
+    const wanted = `Lab ${first.id} 尚未实现`;
+    for (const run of first.runs) {
+      const report = await runTests([focused], patternOf(run));
+      if (report.tests.length === 0) problems.push(`${stage}：实践 ${first.id} 的运行没有选中任何测试`);
+      for (const outcome of report.tests) {
+        if (outcome.ok) problems.push(`${stage}里「${outcome.name}」已经通过，应当红在 ${wanted}`);
+        else if (!failureMentions(outcome, wanted)) problems.push(`${stage}里「${outcome.name}」没有红在 ${wanted}：${outcome.message ?? ""}`);
+      }
+    }
+  }
+  return problems;
+}
+
+function writeProjectFile(root: string, file: string, content: string): void {
+  const target = path.join(root, file);
+  mkdirSync(path.dirname(target), { recursive: true });
+  writeFileSync(target, content);
+}
+
+// ── 承诺 10：变异测试 ───────────────────────────────────────────
+
+/** 变异之后测试可能一直等下去（例如流永远不结束）：等这么久还没有结果，就按失败算。 */
+const MUTANT_TIMEOUT_MS = 15_000;
+
+/**
+ * 在目标代码上逐条施加 chapter.json 的 mutations：每条都破坏课文说出的一条规则，
+ * 聚焦测试必须因此变红；一条变异活下来，说明那条规则没有被测试守住。每条做完都改回原样。
+ */
+export async function checkMutations(chapter: Chapter, dir: string): Promise<string[]> {
+  if (chapter.mutations.length === 0) return ["chapter.json 没有列出 mutations：课文说出的每条规则都要有一条让聚焦测试变红的变异"];
+  const focused = compiledTestPath(dir, chapter.focusedTest.path);
+  const problems: string[] = [];
+  for (const [index, mutation] of chapter.mutations.entries()) {
+    const label = `变异 ${index + 1}（${mutation.rule}）`;
+    const file = path.join(dir, mutation.file);
+    if (!existsSync(file)) {
+      problems.push(`${label}要改的文件 ${mutation.file} 不存在`);
+      continue;
+    }
+    const original = readFileSync(file, "utf8");
+    const occurrences = original.split(mutation.find).length - 1;
+    if (occurrences !== 1) {
+      problems.push(`${label}的原文在 ${mutation.file} 里出现 ${occurrences} 次，应当恰好 1 次`);
+      continue;
+    }
+    writeFileSync(file, original.replace(mutation.find, () => mutation.replace));
+    try {
+      await buildProject(dir); // 变异后的代码可以有类型错误；测试照样按编译出的 JS 运行
+      const report = await runTests([focused], { timeoutMs: MUTANT_TIMEOUT_MS });
+      if (report.tests.length > 0 && report.passed === report.tests.length) {
+        problems.push(`${label}之后聚焦测试仍然 ${report.passed}/${report.tests.length} 全绿：没有测试守住这条规则`);
+      }
+    } finally {
+      writeFileSync(file, original);
+    }
+  }
+  return problems;
+}
+
 // ── 承诺 7：课文 ────────────────────────────────────────────────
 
 export function checkLesson(ctx: SelfCheckContext, chapter: Chapter): string[] {
@@ -294,6 +422,9 @@ export async function selfCheckChapter(ctx: SelfCheckContext, chapter: Chapter):
   const faultDir = await materialise(ctx, commits.target, `fault-${chapter.id}`);
   await record(PROMISES.fault, () => checkFault(chapter, faultDir));
   await record(PROMISES.lesson, () => checkLesson(ctx, chapter));
+  await record(PROMISES.regions, () => checkRegions(ctx, chapter));
+  const mutantDir = await materialise(ctx, commits.target, `mutations-${chapter.id}`);
+  await record(PROMISES.mutations, () => checkMutations(chapter, mutantDir));
   for (const step of chapter.steps) {
     const hash = commits.steps[step.id];
     if (!hash) {

@@ -93,6 +93,7 @@ export function toolCallsOf(message: AssistantMessage): ToolCall[] {
 /** 根据 stopReason 和工具调用决定下一步；规则见文件开头的表。 */
 export function planTurn(message: AssistantMessage): TurnPlan {
   const calls = toolCallsOf(message);
+  // #region lab 7.3
   switch (message.stopReason) {
     case "toolUse":
       if (calls.length > 0) return { kind: "execute", calls };
@@ -106,6 +107,7 @@ export function planTurn(message: AssistantMessage): TurnPlan {
     case "error":
       return finish(calls, "error", message.errorMessage ?? "模型调用失败。");
   }
+  // #endregion
 }
 
 function finish(unexecuted: ToolCall[], reason: AgentEndReason, errorMessage?: string): TurnPlan {
@@ -124,6 +126,7 @@ const WHY_NOT_EXECUTED: Record<StopReason, string> = {
 
 /** 没有执行的调用也要有一条结果：transcript 里每个 tool call 都必须配对，Provider 才肯接下一次请求。 */
 export function notExecutedResult(call: ToolCall, stopReason: StopReason, timestamp: number): ToolResultMessage {
+  // #region lab 7.3
   const details: NotExecutedDetails = { kind: "not_executed", stopReason };
   return {
     role: "toolResult",
@@ -134,6 +137,7 @@ export function notExecutedResult(call: ToolCall, stopReason: StopReason, timest
     details,
     timestamp,
   };
+  // #endregion
 }
 
 // ── 模型这一半：把模型流变成消息事件 ────────────────────────────
@@ -142,6 +146,7 @@ type Emit = (event: AgentEvent) => void;
 
 /** 调用一次模型：把它的事件转成 message_start / update / end，交回最终的 assistant。 */
 async function streamAssistant(messages: AgentMessage[], options: AgentLoopOptions, emit: Emit): Promise<AssistantMessage> {
+  // #region lab 7.1
   const context = { messages, tools: options.tools.definitions() };
   const stream = options.model.stream(context, options.signal ? { signal: options.signal } : {});
   let started = false;
@@ -158,6 +163,7 @@ async function streamAssistant(messages: AgentMessage[], options: AgentLoopOptio
   if (!started) emit({ type: "message_start", message });
   emit({ type: "message_end", message });
   return message;
+  // #endregion
 }
 
 // ── 工具这一半：并发执行，按源顺序交回 ──────────────────────────
@@ -169,6 +175,7 @@ async function executeToolBatch(
   signal: AbortSignal,
   emit: Emit,
 ): Promise<ToolResultMessage[]> {
+  // #region lab 7.2
   const now = options.now ?? Date.now;
   const results: ToolResultMessage[] = [];
   const runOne = async (call: ToolCall, index: number) => {
@@ -182,19 +189,23 @@ async function executeToolBatch(
   };
   await Promise.all(calls.map(runOne));
   return results;
+  // #endregion
 }
 
 // ── 循环 ────────────────────────────────────────────────────────
 
 /** 下一次调用模型之前的检查：已取消，或步数用完，就不再发起。 */
 function stopBeforeCall(step: number, options: AgentLoopOptions): AgentEndReason | undefined {
+  // #region lab 7.4
   if (options.signal?.aborted) return "aborted";
   if (step > (options.maxSteps ?? DEFAULT_MAX_STEPS)) return "max_steps";
+  // #endregion
   return undefined;
 }
 
 /** 一个接一个地跑 turn，新消息追加进 added；返回停下的原因。 */
 async function runTurns(options: AgentLoopOptions, added: AgentMessage[], emit: Emit): Promise<AgentEnd> {
+  // #region lab 7.1
   const signal = options.signal ?? new AbortController().signal;
   const now = options.now ?? Date.now;
   for (let step = 1; ; step += 1) {
@@ -218,13 +229,16 @@ async function runTurns(options: AgentLoopOptions, added: AgentMessage[], emit: 
     emit({ type: "turn_end", message, toolResults });
     if (plan.kind === "finish") return plan.end;
   }
+  // #endregion
 }
 
 export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentRunResult> {
+  // #region lab 7.1
   const emit: Emit = options.onEvent ?? (() => {});
   const added: AgentMessage[] = [];
   emit({ type: "agent_start" });
   const end = await runTurns(options, added, emit);
   emit({ type: "agent_end", messages: added, ...end });
   return { messages: added, ...end };
+  // #endregion
 }

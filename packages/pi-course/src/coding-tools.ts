@@ -53,11 +53,13 @@ export function readTool(workspace: Workspace, maxBytes = DEFAULT_LIMITS.readMax
     description: `读取工作区里的文本文件。一次最多返回 ${maxBytes} 字节的整行；没读完时结果末尾会写明用哪个 offset 继续。`,
     parameters: readParameters,
     async execute({ path: input, offset, limit }) {
+      // #region lab 8.1
       const file = await workspace.resolveExisting(input);
       const window = readWindow(await readFile(file, "utf8"), { offset, limit, maxBytes });
       const notice = windowNotice(window, maxBytes);
       const body = notice === undefined ? window.text : `${window.text}\n\n${notice}`;
       return output(body, window);
+      // #endregion
     },
   });
 }
@@ -75,6 +77,7 @@ export function writeTool(workspace: Workspace, queue: MutationQueue) {
     description: "创建文件或整体覆盖文件内容，缺少的父目录会自动创建。只改几处时请用 edit。",
     parameters: writeParameters,
     async execute({ path: input, content }) {
+      // #region lab 8.2
       // 排队的 key 在第一个 await 之前算出：并发的调用按发起顺序入队。
       return queue.run(workspace.lexicalPath(input), async () => {
         const file = await workspace.resolveWritable(input);
@@ -83,6 +86,7 @@ export function writeTool(workspace: Workspace, queue: MutationQueue) {
         const bytes = Buffer.byteLength(content, "utf8");
         return output(`已写入 ${input}（${bytes} 字节）。`, { path: input, bytes });
       });
+      // #endregion
     },
   });
 }
@@ -106,6 +110,7 @@ export function editTool(workspace: Workspace, queue: MutationQueue) {
     description: "按原文精确替换文件里的一处或多处文字。任何一处找不到、不唯一或互相重叠，整个编辑都不生效。",
     parameters: editParameters,
     async execute({ path: input, edits }) {
+      // #region lab 8.2
       return queue.run(workspace.lexicalPath(input), async () => {
         const file = await workspace.resolveExisting(input);
         const before = await readFile(file, "utf8");
@@ -119,6 +124,7 @@ export function editTool(workspace: Workspace, queue: MutationQueue) {
         await writeFile(file, after, "utf8");
         return output(`已在 ${input} 里替换 ${edits.length} 处。`, { path: input, replaced: edits.length });
       });
+      // #endregion
     },
   });
 }
@@ -129,6 +135,7 @@ const bashParameters = s.object({
   command: s.string("在工作区根目录里用 /bin/sh 执行的命令"),
 });
 
+// #region lab 8.3 辅助
 /** 输出在前，状态在后：模型先看到命令说了什么，再看到它怎样结束。 */
 function describeCommand(result: CommandResult, limits: CodingToolLimits): string {
   const shown = result.output.trimEnd();
@@ -149,6 +156,7 @@ function describeCommand(result: CommandResult, limits: CodingToolLimits): strin
   }
   return parts.join("\n\n");
 }
+// #endregion
 
 export function bashTool(workspace: Workspace, limits: CodingToolLimits = DEFAULT_LIMITS) {
   return defineTool({
@@ -156,6 +164,7 @@ export function bashTool(workspace: Workspace, limits: CodingToolLimits = DEFAUL
     description: `在工作区根目录里执行 shell 命令，返回合并的 stdout/stderr 与退出码。超过 ${limits.bashTimeoutMs} 毫秒会被终止。`,
     parameters: bashParameters,
     async execute({ command }, { signal }) {
+      // #region lab 8.3
       const result = await runCommand(command, {
         cwd: workspace.root,
         timeoutMs: limits.bashTimeoutMs,
@@ -166,6 +175,7 @@ export function bashTool(workspace: Workspace, limits: CodingToolLimits = DEFAUL
       // 非零退出、超时、取消都算失败：isError 让模型一眼知道这条命令没有成功。
       if (result.status !== "exited" || result.exitCode !== 0) throw new Error(report);
       return output(report, result);
+      // #endregion
     },
   });
 }
@@ -174,6 +184,7 @@ export function bashTool(workspace: Workspace, limits: CodingToolLimits = DEFAUL
 
 /** write 与 edit 共用一个队列：同一个文件上的两种变更也要排在同一条队伍里。 */
 export function codingTools(workspace: Workspace, limits: Partial<CodingToolLimits> = {}): AgentTool<any>[] {
+  // #region lab 8.4
   const all = { ...DEFAULT_LIMITS, ...limits };
   const queue = new MutationQueue();
   return [
@@ -182,4 +193,5 @@ export function codingTools(workspace: Workspace, limits: Partial<CodingToolLimi
     editTool(workspace, queue),
     bashTool(workspace, all),
   ];
+  // #endregion
 }

@@ -12,6 +12,7 @@ export class MutationQueue {
    * 前一个任务失败不影响后一个：排队只管先后，不传递错误。
    */
   run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    // #region lab 8.2
     const previous = this.tails.get(key) ?? Promise.resolve();
     const result = previous.then(task);
     const tail = result.then(
@@ -24,6 +25,7 @@ export class MutationQueue {
       if (this.tails.get(key) === tail) this.tails.delete(key);
     });
     return result;
+    // #endregion
   }
 
   /** 还有任务在排队或执行的 key 数；测试用它确认队伍会清空。 */

@@ -88,6 +88,7 @@ export interface OpenAiCompatibleOptions {
 
 // ── 出站：课程消息 → 请求体（纯函数） ───────────────────────────
 
+// #region lab 5.1 辅助
 /** 参数序列化成 JSON 文本；缺席的参数记作空对象，线上不接受 undefined。 */
 function toChatToolCall(call: ToolCall): ChatToolCall {
   const args = JSON.stringify(call.arguments ?? {});
@@ -122,9 +123,11 @@ function toChatTool(tool: ToolDefinition): ChatTool {
     function: { name: tool.name, description: tool.description, parameters: tool.parameters },
   };
 }
+// #endregion
 
 /** 一次调用的完整请求体。只读 context，不改它。 */
 export function toChatRequest(context: AgentContext, model: string): ChatRequest {
+  // #region lab 5.1
   const system = currentSystemPrompt(context.messages);
   // 空的 prompt 不值得占一条消息。
   const head: ChatMessage[] = system ? [{ role: "system", content: system }] : [];
@@ -137,6 +140,7 @@ export function toChatRequest(context: AgentContext, model: string): ChatRequest
   const tools = context.tools ?? [];
   if (tools.length > 0) request.tools = tools.map(toChatTool);
   return request;
+  // #endregion
 }
 
 // ── 入站：chunk → 事件 ──────────────────────────────────────────
@@ -155,6 +159,7 @@ function snapshot(message: AssistantMessage): AssistantMessage {
   return structuredClone(message);
 }
 
+// #region lab 5.3 辅助
 /** 文字接在最后一个文字块后面；最后一块是工具调用时另起一块，先后顺序不乱。 */
 function appendText(draft: Draft, delta: string): ModelEvent {
   const content = draft.message.content;
@@ -185,9 +190,11 @@ function usageOf(raw: ChunkUsage): Usage {
   const output = raw.completion_tokens ?? 0;
   return { input, output, totalTokens: raw.total_tokens ?? input + output };
 }
+// #endregion
 
 /** 一块 chunk 可能同时带文字、工具片段、finish_reason 和 usage，各归各位。 */
 function applyChunk(draft: Draft, chunk: ChatChunk): ModelEvent[] {
+  // #region lab 5.3
   // 末尾那块 usage 的 choices 是空数组：先收下 usage，再看有没有内容。
   if (chunk.usage) draft.message.usage = usageOf(chunk.usage);
   const choice = chunk.choices?.[0];
@@ -197,10 +204,12 @@ function applyChunk(draft: Draft, chunk: ChatChunk): ModelEvent[] {
   if (choice.delta?.content) events.push(appendText(draft, choice.delta.content));
   for (const piece of choice.delta?.tool_calls ?? []) events.push(appendToolCall(draft, piece));
   return events;
+  // #endregion
 }
 
 /** 一条 data 解析成 chunk；不是 JSON 对象就抛出，交给唯一的出口。 */
 function parseChunk(data: string): ChatChunk {
+  // #region lab 5.3
   let parsed: unknown;
   try {
     parsed = JSON.parse(data);
@@ -211,10 +220,12 @@ function parseChunk(data: string): ChatChunk {
     throw new Error(`收到一块不是 JSON 对象的 chunk：${data}`);
   }
   return parsed as ChatChunk;
+  // #endregion
 }
 
 // ── 收尾：finish_reason → done，或者说明为什么不能算完成 ─────────
 
+// #region lab 5.3 辅助
 /** 只认识这三种；别的值（content_filter 之类）都不能当作正常结束。 */
 function doneReasonOf(finishReason: string | undefined): DoneReason | undefined {
   switch (finishReason) {
@@ -228,13 +239,17 @@ function doneReasonOf(finishReason: string | undefined): DoneReason | undefined 
       return undefined;
   }
 }
+// #endregion
 
 /** 没收到或不认识的 finish_reason：说明这次回复为什么不能算正常结束。 */
 function unfinishedReason(finishReason: string | undefined): string {
+  // #region lab 5.4
   if (finishReason === undefined) return "流已经结束，却没有收到 finish_reason：回复可能被截断了。";
   return `不认识的 finish_reason "${finishReason}"：不知道模型为什么停下，不能当作正常结束。`;
+  // #endregion
 }
 
+// #region lab 5.3 辅助
 /** 参数原文凑齐才解析；解析好的调用取代草稿里那个，不再带 rawArguments。 */
 function closeToolCall(draft: Draft, call: ToolCall): ModelEvent {
   const raw = call.rawArguments ?? "";
@@ -249,14 +264,17 @@ function closeToolCall(draft: Draft, call: ToolCall): ModelEvent {
   draft.message.content[contentIndex] = finished;
   return { type: "toolcall_end", contentIndex, toolCall: structuredClone(finished), partial: snapshot(draft.message) };
 }
+// #endregion
 
 /** 流读完以后：先逐个收束工具调用，再以 done 结束；原因不明就抛出，交给唯一的出口。 */
 function finishEvents(draft: Draft): ModelEvent[] {
+  // #region lab 5.3
   const reason = doneReasonOf(draft.finishReason);
   if (reason === undefined) throw new Error(unfinishedReason(draft.finishReason));
   const ends = [...draft.toolCalls.values()].map((call) => closeToolCall(draft, call));
   const message: AssistantMessage = { ...snapshot(draft.message), stopReason: reason };
   return [...ends, { type: "done", reason, message }];
+  // #endregion
 }
 
 // ── 失败：唯一的出口，也是唯一的脱敏点 ──────────────────────────
@@ -265,7 +283,9 @@ const REDACTED = "[已隐去的 API key]";
 
 /** key 为空串时原样返回：空串“出现”在每两个字符之间，替换它只会把文字搅乱。 */
 function redact(message: string, secret: string): string {
+  // #region lab 5.4
   return secret === "" ? message : message.replaceAll(secret, REDACTED);
+  // #endregion
 }
 
 function describeError(error: unknown): string {
@@ -277,8 +297,10 @@ function describeError(error: unknown): string {
 
 /** 服务器回的错误正文常常原样带着请求头：它也要经过 redact 才能进 errorMessage。 */
 async function httpFailure(response: Response): Promise<string> {
+  // #region lab 5.4
   const body = await response.text().catch(() => "");
   return `HTTP ${response.status}：${body}`;
+  // #endregion
 }
 
 function failureEvent(
@@ -287,9 +309,11 @@ function failureEvent(
   signal: AbortSignal | undefined,
   secret: string,
 ): ModelEvent {
+  // #region lab 5.4
   const reason: ErrorReason = signal?.aborted ? "aborted" : "error";
   const errorMessage = reason === "aborted" ? "调用方取消了这次请求" : redact(describeError(error), secret);
   return { type: "error", reason, error: { ...snapshot(partial), stopReason: reason, errorMessage } };
+  // #endregion
 }
 
 // ── 模型 ────────────────────────────────────────────────────────
@@ -323,6 +347,7 @@ export class OpenAiCompatibleModel implements Model {
   ): Promise<void> {
     const draft: Draft = { message: this.blankMessage(), toolCalls: new Map() };
     try {
+      // #region lab 5.3
       const response = await this.post(toChatRequest(context, this.id), signal);
       if (!response.ok) throw new Error(await httpFailure(response));
       if (response.body === null) throw new Error("响应没有正文，读不到事件流。");
@@ -334,6 +359,7 @@ export class OpenAiCompatibleModel implements Model {
         for (const event of applyChunk(draft, parseChunk(data))) output.push(event);
       }
       for (const event of finishEvents(draft)) output.push(event);
+      // #endregion
     } catch (error) {
       // 所有失败都从这里离开：变成保留 partial 的终态，错误信息也只在这里脱敏一次。
       output.push(failureEvent(draft.message, error, signal, this.#apiKey));
@@ -341,10 +367,12 @@ export class OpenAiCompatibleModel implements Model {
   }
 
   private post(body: ChatRequest, signal: AbortSignal | undefined): Promise<Response> {
+    // #region lab 5.3
     const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
     // key 只进请求头：请求体、URL、错误信息里都不该有它。
     if (this.#apiKey !== "") headers.authorization = `Bearer ${this.#apiKey}`;
     return this.send(this.endpoint, { method: "POST", headers, body: JSON.stringify(body), signal });
+    // #endregion
   }
 
   private blankMessage(): AssistantMessage {
@@ -362,9 +390,11 @@ export class OpenAiCompatibleModel implements Model {
 export function modelFromEnv(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): OpenAiCompatibleModel | undefined {
+  // #region lab 5.1
   const baseUrl = env.PI_COURSE_BASE_URL;
   if (!baseUrl) return undefined;
   const model = env.PI_COURSE_MODEL;
   if (!model) throw new Error("设置了 PI_COURSE_BASE_URL，还需要用 PI_COURSE_MODEL 指明模型名。");
   return new OpenAiCompatibleModel({ baseUrl, apiKey: env.PI_COURSE_API_KEY ?? "", model });
+  // #endregion
 }

@@ -78,6 +78,7 @@ export class SchemaError extends Error {
   }
 }
 
+// #region lab 6.1 辅助
 function describeValue(value: unknown): string {
   if (value === undefined) return "缺少这个字段";
   if (Array.isArray(value)) return "实际是数组";
@@ -136,23 +137,29 @@ function parseNode(node: SchemaNode, value: unknown, path: string): unknown {
       return value === undefined ? undefined : parseNode(node.inner, value, path);
   }
 }
+// #endregion
 
 /**
  * 按 schema 检查模型给的参数，通过则返回一份只含声明字段的新值。
  * 不合格就抛 SchemaError，path 指向第一个出错的位置。
  */
 export function parse<T>(schema: Schema<T>, value: unknown): T {
+  // #region lab 6.1
   // parseNode 逐个节点检查过的值，形状正是 Schema<T> 描述的 T。
   return parseNode(schema, value, "") as T;
+  // #endregion
 }
 
 // ── 翻译：schema → 发给 Provider 的 JSON Schema ─────────────────
 
+// #region lab 6.1 辅助
 function withDescription(json: JsonSchema, node: { description?: string }): JsonSchema {
   return node.description === undefined ? json : { ...json, description: node.description };
 }
+// #endregion
 
 export function toJsonSchema(schema: SchemaNode): JsonSchema {
+  // #region lab 6.1
   switch (schema.kind) {
     case "string":
     case "number":
@@ -175,4 +182,5 @@ export function toJsonSchema(schema: SchemaNode): JsonSchema {
       // 可不可以省略由外层 object 的 required 表达，字段本身的描述不变。
       return toJsonSchema(schema.inner);
   }
+  // #endregion
 }

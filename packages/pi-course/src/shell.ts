@@ -35,6 +35,7 @@ export interface CommandResult {
   spawned: boolean;
 }
 
+// #region lab 8.3 辅助
 // ── 有上限的输出收集 ────────────────────────────────────────────
 
 /** 边收边丢：内存里最多是上限再加一块，`yes` 这样的命令也撑不爆它。 */
@@ -78,12 +79,14 @@ function killGroup(pid: number | undefined): void {
 function notStarted(): CommandResult {
   return { status: "cancelled", exitCode: null, output: "", totalBytes: 0, truncated: false, spawned: false };
 }
+// #endregion
 
 /**
  * 用 /bin/sh 执行命令，等到输出管道全部关闭才交出结果。
  * 只等 sh 退出是不够的：留在后台的孙进程还握着管道，也还在改文件。
  */
 export function runCommand(command: string, options: CommandOptions): Promise<CommandResult> {
+  // #region lab 8.3
   // 已取消的调用不能留下任何副作用，连进程都不要启动。
   if (options.signal?.aborted) return Promise.resolve(notStarted());
   return new Promise((resolve, reject) => {
@@ -121,4 +124,5 @@ export function runCommand(command: string, options: CommandOptions): Promise<Co
       resolve({ status, exitCode, output: output.text(), totalBytes: output.total, truncated, spawned: true });
     });
   });
+  // #endregion
 }

@@ -16,11 +16,13 @@ export interface SseField {
  * 冒号后面紧跟的那一个空格只是分隔，不属于值。
  */
 export function sseField(line: string): SseField | undefined {
+  // #region lab 5.2
   if (line.startsWith(":")) return undefined;
   const colon = line.indexOf(":");
   if (colon < 0) return { name: line, value: "" };
   const rest = line.slice(colon + 1);
   return { name: line.slice(0, colon), value: rest.startsWith(" ") ? rest.slice(1) : rest };
+  // #endregion
 }
 
 // ── 有状态的解码器：字节块 → 事件 ───────────────────────────────
@@ -30,13 +32,16 @@ export function sseField(line: string): SseField | undefined {
  * 没凑齐的半个字符、半行、半个事件都留在内部，等下一块来接上。
  */
 export class SseDecoder {
+  // #region lab 5.2 辅助
   private readonly text = new TextDecoder("utf-8");
   /** 最后一个换行之后的文字：一行还没收完。 */
   private pendingLine = "";
   /** 当前事件已经收到的 data 行；空行到来时才合成一个事件。 */
   private dataLines: string[] = [];
+  // #endregion
 
   push(bytes: Uint8Array): string[] {
+    // #region lab 5.2
     // stream: true 让解码器把被切开的多字节字符留到下一块，而不是当场换成 U+FFFD。
     this.pendingLine += this.text.decode(bytes, { stream: true });
     const lines = this.pendingLine.split("\n");
@@ -47,8 +52,10 @@ export class SseDecoder {
       if (data !== undefined) events.push(data);
     }
     return events;
+    // #endregion
   }
 
+  // #region lab 5.2 辅助
   /** 空行结束一个事件；没有 data 行的事件（只有注释或 event: 之类）不算数。 */
   private acceptLine(line: string): string | undefined {
     if (line === "") {
@@ -61,6 +68,7 @@ export class SseDecoder {
     if (field?.name === "data") this.dataLines.push(field.value);
     return undefined;
   }
+  // #endregion
 }
 
 /**

@@ -22,6 +22,7 @@ export class EditError extends Error {
   }
 }
 
+// #region lab 8.2 辅助
 /** 一个编辑在原文里的落点。 */
 interface Match {
   index: number;
@@ -52,12 +53,14 @@ function locate(content: string, edit: TextEdit, index: number): Match {
   }
   return { index, start, end: start + edit.oldText.length, newText: edit.newText };
 }
+// #endregion
 
 /**
  * 先为全部编辑在原文里找好落点，再按位置从前往后拼出新内容，途中检查重叠。
  * 结果只在全部检查通过后才返回：抛错时调用方手里没有任何“改了一半”的内容。
  */
 export function applyEdits(content: string, edits: readonly TextEdit[]): string {
+  // #region lab 8.2
   if (edits.length === 0) throw new EditError("NO_EDITS", "edits 是空数组：至少要给出一处替换。");
   const matches = edits.map((edit, index) => locate(content, edit, index));
   const ordered = [...matches].sort((a, b) => a.start - b.start);
@@ -73,4 +76,5 @@ export function applyEdits(content: string, edits: readonly TextEdit[]): string 
   }
   pieces.push(content.slice(previous?.end ?? 0));
   return pieces.join("");
+  // #endregion
 }

@@ -74,32 +74,41 @@ export class ToolRegistry {
 
   /** 同名的第二个工具会让模型的调用无法分辨是哪一个，所以登记时就拒绝。 */
   register(tool: AgentTool<any>): void {
+    // #region lab 6.2
     if (this.tools.has(tool.name)) {
       throw new Error(`工具名 ${tool.name} 已经登记过：同一个注册表里工具名必须唯一。`);
     }
     this.tools.set(tool.name, tool);
+    // #endregion
   }
 
   get(name: string): AgentTool | undefined {
+    // #region lab 6.2
     return this.tools.get(name);
+    // #endregion
   }
 
   get names(): string[] {
+    // #region lab 6.2
     return [...this.tools.keys()];
+    // #endregion
   }
 
   /** 发给 Provider 的只有名字、说明和 JSON Schema；execute 留在本地。 */
   definitions(): ToolDefinition[] {
+    // #region lab 6.2
     return [...this.tools.values()].map((tool) => ({
       name: tool.name,
       description: tool.description,
       parameters: toJsonSchema(tool.parameters),
     }));
+    // #endregion
   }
 }
 
 // ── 执行一次调用 ────────────────────────────────────────────────
 
+// #region lab 6.3 辅助
 function errorMessageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -125,6 +134,7 @@ function resultMessage(
 function failure(call: ToolCall, explanation: string, details: ToolErrorDetails, now: () => number): ToolResultMessage {
   return resultMessage(call, { content: [text(explanation)], details }, true, now);
 }
+// #endregion
 
 /**
  * 执行模型请求的一次工具调用，交回与它配对的 ToolResultMessage。
@@ -135,6 +145,7 @@ export async function executeToolCall(
   call: ToolCall,
   options: ExecuteOptions,
 ): Promise<ToolResultMessage> {
+  // #region lab 6.3
   const now = options.now ?? Date.now;
   const tool = registry.get(call.name);
   if (tool === undefined) {
@@ -171,4 +182,5 @@ export async function executeToolCall(
   } finally {
     settled = true;
   }
+  // #endregion
 }

@@ -25,6 +25,7 @@ export interface ReadWindow {
   stoppedBy: "end" | "limit" | "bytes";
 }
 
+// #region lab 8.1 辅助
 /** 末尾的换行只是结束最后一行，不算多出一个空行。 */
 function splitLines(content: string): string[] {
   if (content === "") return [];
@@ -39,12 +40,14 @@ function checkPositive(name: string, value: number | undefined): void {
     throw new RangeError(`${name} 必须是不小于 1 的整数，实际是 ${value}。`);
   }
 }
+// #endregion
 
 /**
  * 从 offset 起取整行，直到文件结束、凑满 limit 行，或下一行会超出 maxBytes。
  * 宁可少给一行，也不切开一行：半行代码会让模型照着错误的文字去 edit。
  */
 export function readWindow(content: string, request: WindowRequest): ReadWindow {
+  // #region lab 8.1
   checkPositive("offset", request.offset);
   checkPositive("limit", request.limit);
   const lines = splitLines(content);
@@ -64,10 +67,12 @@ export function readWindow(content: string, request: WindowRequest): ReadWindow 
   const lastLine = firstLine + kept.length - 1;
   const stoppedBy = kept.length < wanted.length ? "bytes" : lastLine < lines.length ? "limit" : "end";
   return { text: kept.join("\n"), firstLine, lastLine, totalLines: lines.length, stoppedBy };
+  // #endregion
 }
 
 /** 没读完时给模型的续读说明；读到末尾返回 undefined。 */
 export function windowNotice(window: ReadWindow, maxBytes: number): string | undefined {
+  // #region lab 8.1
   if (window.stoppedBy === "end") return undefined;
   if (window.lastLine < window.firstLine) {
     return `[第 ${window.firstLine} 行超过 ${maxBytes} 字节的单次读取上限，无法整行显示；可以用 bash 截取这一行的一部分。]`;
@@ -75,6 +80,7 @@ export function windowNotice(window: ReadWindow, maxBytes: number): string | und
   const reason = window.stoppedBy === "bytes" ? `（达到 ${maxBytes} 字节上限）` : "";
   const range = `第 ${window.firstLine}-${window.lastLine} 行，共 ${window.totalLines} 行${reason}`;
   return `[已显示${range}。用 offset=${window.lastLine + 1} 继续读取。]`;
+  // #endregion
 }
 
 // ── 输出尾部（bash 用）─────────────────────────────────────────
@@ -84,8 +90,10 @@ export function windowNotice(window: ReadWindow, maxBytes: number): string | und
  * 起点若落在多字节字符中间，就往后挪到下一个字符的开头，不产生乱码。
  */
 export function tailOfBytes(buffer: Buffer, maxBytes: number): string {
+  // #region lab 8.3
   let start = Math.max(0, buffer.length - maxBytes);
   // UTF-8 的后续字节形如 10xxxxxx。
   while (start < buffer.length && ((buffer[start] ?? 0) & 0xc0) === 0x80) start += 1;
   return buffer.subarray(start).toString("utf8");
+  // #endregion
 }

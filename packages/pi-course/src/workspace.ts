@@ -21,20 +21,25 @@ export class WorkspaceError extends Error {
   }
 }
 
+// #region lab 8.1 辅助
 function outside(input: string): WorkspaceError {
   return new WorkspaceError("OUTSIDE_WORKSPACE", `路径 ${input} 在工作区之外：工具只能访问工作区根目录里的文件。`);
 }
+// #endregion
 
 // ── 纯函数 ──────────────────────────────────────────────────────
 
 /** target 是 root 本身或在 root 之下；两者都必须是绝对路径。 */
 export function isInside(root: string, target: string): boolean {
+  // #region lab 8.1
   const relative = path.relative(root, target);
   // 只看第一段是不是 ".."：名叫 "..notes" 的文件仍在里面。
   const escapes = relative === ".." || relative.startsWith(`..${path.sep}`);
   return !escapes && !path.isAbsolute(relative);
+  // #endregion
 }
 
+// #region lab 8.1 辅助
 function isMissing(error: unknown): boolean {
   const code = (error as NodeJS.ErrnoException | null)?.code;
   return code === "ENOENT" || code === "ENOTDIR";
@@ -53,6 +58,7 @@ async function nearestExisting(target: string): Promise<string> {
     }
   }
 }
+// #endregion
 
 // ── 工作区 ──────────────────────────────────────────────────────
 
@@ -71,13 +77,16 @@ export class Workspace {
    * 第一道检查放在这里，明显越界的路径连文件系统都不用访问。
    */
   lexicalPath(input: string): string {
+    // #region lab 8.1
     const absolute = path.resolve(this.root, input);
     if (!isInside(this.root, absolute)) throw outside(input);
     return absolute;
+    // #endregion
   }
 
   /** 要读或改的已有文件：顺着符号链接到达的真实位置也必须在根目录里。 */
   async resolveExisting(input: string): Promise<string> {
+    // #region lab 8.1
     const absolute = this.lexicalPath(input);
     let real: string;
     try {
@@ -88,6 +97,7 @@ export class Workspace {
     }
     if (!isInside(this.root, real)) throw outside(input);
     return real;
+    // #endregion
   }
 
   /**
@@ -95,6 +105,7 @@ export class Workspace {
    * 那个祖先若是指向外面的符号链接，mkdir 和 writeFile 会顺着它写到工作区之外。
    */
   async resolveWritable(input: string): Promise<string> {
+    // #region lab 8.1
     const absolute = this.lexicalPath(input);
     const existing = await nearestExisting(absolute);
     let real: string;
@@ -107,5 +118,6 @@ export class Workspace {
     }
     if (!isInside(this.root, real)) throw outside(input);
     return path.join(real, path.relative(existing, absolute));
+    // #endregion
   }
 }

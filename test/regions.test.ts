@@ -1,0 +1,96 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { CourseError } from "../scripts/engine/errors.ts";
+import { cutRegions, findRegions } from "../scripts/engine/regions.ts";
+
+const FILE = "packages/pi-course/src/demo.ts";
+
+const SOURCE = [
+  "import { x } from \"./x.js\";",
+  "",
+  "// #region lab 9.1 辅助",
+  "function helper(): number {",
+  "  return 1;",
+  "}",
+  "// #endregion",
+  "",
+  "/** 对外的函数：签名和说明留在练习目录里。 */",
+  "export function answer(): number {",
+  "  // #region lab 9.1",
+  "  return helper() + 41;",
+  "  // #endregion",
+  "}",
+  "",
+  "export class Box {",
+  "  // #region lab 9.2 辅助",
+  "  private value = 0;",
+  "  // #endregion",
+  "",
+  "  get(): number {",
+  "    // #region lab 9.2",
+  "    return this.value;",
+  "    // #endregion",
+  "  }",
+  "",
+  "  // #region lab 9.2 辅助",
+  "  private reset(): void {",
+  "    this.value = 0;",
+  "  }",
+  "  // #endregion",
+  "}",
+  "",
+].join("\n");
+
+test("切出脚手架：函数体换成尚未实现，辅助声明连同接缝处的空行一起删去，其余逐字节不变", () => {
+  const cut = cutRegions(SOURCE, FILE, new Set(["9.1", "9.2"]));
+  assert.equal(
+    cut,
+    [
+      "import { x } from \"./x.js\";",
+      "",
+      "/** 对外的函数：签名和说明留在练习目录里。 */",
+      "export function answer(): number {",
+      "  throw new Error(\"Lab 9.1 尚未实现\");",
+      "}",
+      "",
+      "export class Box {",
+      "  get(): number {",
+      "    throw new Error(\"Lab 9.2 尚未实现\");",
+      "  }",
+      "}",
+      "",
+    ].join("\n"),
+  );
+});
+
+test("只切还没填回的实践：已填回的区域连同标记原样留下，全部填回就是目标本身", () => {
+  const partly = cutRegions(SOURCE, FILE, new Set(["9.2"]));
+  assert.ok(partly.includes("  // #region lab 9.1\n  return helper() + 41;\n  // #endregion"));
+  assert.ok(partly.includes("throw new Error(\"Lab 9.2 尚未实现\")"));
+  assert.equal(cutRegions(SOURCE, FILE, new Set()), SOURCE);
+});
+
+test("声明的占位代码按标记的缩进写入，只替换内容里含 match 的那一个区域", () => {
+  const placeholders = [{ file: FILE, lab: "9.2", match: "this.value", code: "// 临时版本\nreturn 0;" }];
+  const cut = cutRegions(SOURCE, FILE, new Set(["9.2"]), placeholders);
+  assert.ok(cut.includes("  get(): number {\n    // 临时版本\n    return 0;\n  }"));
+  const ambiguous = [{ file: FILE, lab: "9.1", match: "nowhere", code: "return 0;" }];
+  assert.throws(
+    () => cutRegions(SOURCE, FILE, new Set(["9.1"]), ambiguous),
+    (error: unknown) => error instanceof CourseError && /实践 9\.1 的占位代码应当恰好对应一个区域.*实际 0 个/.test(error.message),
+  );
+});
+
+test("写错的标记：没闭合、嵌套、多出来的 #endregion、拼写不对，都指到文件和行号", () => {
+  const expectInvalid = (lines: string[], pattern: RegExp) =>
+    assert.throws(
+      () => findRegions(lines.join("\n"), FILE),
+      (error: unknown) => error instanceof CourseError && error.code === "REGION_INVALID" && pattern.test(error.message),
+    );
+  expectInvalid(["// #region lab 9.1", "x();"], /demo\.ts:1：lab 9\.1 的区域没有 #endregion/);
+  expectInvalid(["// #region lab 9.1", "// #region lab 9.2", "// #endregion", "// #endregion"], /demo\.ts:2：区域不能嵌套/);
+  expectInvalid(["x();", "// #endregion"], /demo\.ts:2：多出来的 #endregion/);
+  expectInvalid(["// #region 9.1", "// #endregion"], /demo\.ts:1：区域标记应当写成/);
+  assert.deepEqual(findRegions("const a = 1;\n", FILE), []);
+});
