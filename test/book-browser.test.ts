@@ -7,7 +7,7 @@ import { after, before, test } from "node:test";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 
 import { loadChapters, type Chapter } from "../scripts/engine/chapters.ts";
-import { ensureHistory } from "../scripts/engine/history.ts";
+import { ensureHistory, locateGitDir } from "../scripts/engine/history.ts";
 import { COURSE_BRANCH } from "../scripts/engine/paths.ts";
 import { emptyProgress } from "../scripts/engine/progress.ts";
 import { cloneKit, git, KIT, TSX, tempDir } from "./helpers.ts";
@@ -65,7 +65,7 @@ function startServer(env: NodeJS.ProcessEnv): Promise<string> {
  */
 async function primeHistory(clone: string): Promise<void> {
   await git(clone, "fetch", "--quiet", KIT, `+refs/heads/${COURSE_BRANCH}:refs/heads/${COURSE_BRANCH}`);
-  const cache = path.join(KIT, ".git", "pi-course", "history.json");
+  const cache = path.join(await locateGitDir(KIT), "pi-course", "history.json");
   mkdirSync(path.join(clone, ".git", "pi-course"), { recursive: true });
   copyFileSync(cache, path.join(clone, ".git", "pi-course", "history.json"));
 }
