@@ -142,12 +142,14 @@ function runSuite(label: string, pathPrefix: string | undefined, expected: strin
     };
     child.stdout.on("data", collect);
     child.stderr.on("data", collect);
-    child.on("close", (code) => {
+    child.on("close", (code, signal) => {
       log.end();
       const seconds = Math.round((Date.now() - started) / 1000);
       const counts = summaryCounts(output);
       const ok = suitePassed(code, counts);
-      const line = `${ok ? "✓" : "✗"} ${label.padEnd(14)} ${reported.padEnd(9)} 通过 ${counts.pass ?? "?"}/${counts.tests ?? "?"}，失败 ${counts.fail ?? "?"}，${seconds} 秒`;
+      // 没有汇总时（typecheck 失败、进程被结束）说出 npm test 是怎样结束的
+      const ending = counts.tests === undefined ? `，npm test ${signal ? `被信号 ${signal} 结束` : `退出码 ${code}`}、没有测试汇总` : "";
+      const line = `${ok ? "✓" : "✗"} ${label.padEnd(14)} ${reported.padEnd(9)} 通过 ${counts.pass ?? "?"}/${counts.tests ?? "?"}，失败 ${counts.fail ?? "?"}，${seconds} 秒${ending}`;
       resolve({ ok, line, logFile, output });
     });
   });
