@@ -6,10 +6,10 @@ import { LINES, suitePassed, summaryCounts } from "../scripts/ci/node-lines.ts";
 
 test("CI 的汇总：管道里的 TAP（# pass）与 Node 24 起的 spec（ℹ pass）都读得出，取最后一次", () => {
   const tap = "# pass 3\n# fail 0\n...\n# tests 184\n# suites 40\n# pass 184\n# fail 0\n# cancelled 0\n";
-  assert.deepEqual(summaryCounts(tap), { tests: 184, pass: 184, fail: 0 });
-  const spec = "✔ a (1ms)\nℹ tests 184\nℹ suites 40\nℹ pass 183\nℹ fail 1\n";
-  assert.deepEqual(summaryCounts(spec), { tests: 184, pass: 183, fail: 1 });
-  assert.deepEqual(summaryCounts("npm ERR! missing script: test\n"), { tests: undefined, pass: undefined, fail: undefined });
+  assert.deepEqual(summaryCounts(tap), { tests: 184, pass: 184, fail: 0, cancelled: 0 });
+  const spec = "✔ a (1ms)\nℹ tests 184\nℹ suites 40\nℹ pass 182\nℹ fail 1\nℹ cancelled 1\n";
+  assert.deepEqual(summaryCounts(spec), { tests: 184, pass: 182, fail: 1, cancelled: 1 });
+  assert.deepEqual(summaryCounts("npm ERR! missing script: test\n"), { tests: undefined, pass: undefined, fail: undefined, cancelled: undefined });
 });
 
 test("一条线只在退出码为 0、找得到汇总且全部通过时算通过", () => {

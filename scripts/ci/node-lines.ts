@@ -94,6 +94,8 @@ export interface SummaryCounts {
   tests?: number;
   pass?: number;
   fail?: number;
+  /** 被取消的测试（Node 24 起超时的测试也记在这里）。 */
+  cancelled?: number;
 }
 
 /**
@@ -105,7 +107,7 @@ export function summaryCounts(output: string): SummaryCounts {
     const match = [...output.matchAll(new RegExp(`^(?:#|ℹ) ${name} (\\d+)$`, "gm"))].at(-1);
     return match ? Number(match[1]) : undefined;
   };
-  return { tests: last("tests"), pass: last("pass"), fail: last("fail") };
+  return { tests: last("tests"), pass: last("pass"), fail: last("fail"), cancelled: last("cancelled") };
 }
 
 /** 一条线算通过：npm test 退出码为 0，汇总找得到，全部通过、没有失败。 */
@@ -142,12 +144,14 @@ function runSuite(label: string, pathPrefix: string | undefined, expected: strin
     };
     child.stdout.on("data", collect);
     child.stderr.on("data", collect);
-    child.on("close", (code) => {
+    child.on("close", (code, signal) => {
       log.end();
       const seconds = Math.round((Date.now() - started) / 1000);
       const counts = summaryCounts(output);
       const ok = suitePassed(code, counts);
-      const line = `${ok ? "✓" : "✗"} ${label.padEnd(14)} ${reported.padEnd(9)} 通过 ${counts.pass ?? "?"}/${counts.tests ?? "?"}，失败 ${counts.fail ?? "?"}，${seconds} 秒`;
+      // 没有汇总时（typecheck 失败、进程被结束）说出 npm test 是怎样结束的
+      const ending = counts.tests === undefined ? `，npm test ${signal ? `被信号 ${signal} 结束` : `退出码 ${code}`}、没有测试汇总` : "";
+      const line = `${ok ? "✓" : "✗"} ${label.padEnd(14)} ${reported.padEnd(9)} 通过 ${counts.pass ?? "?"}/${counts.tests ?? "?"}，失败 ${counts.fail ?? "?"}，取消 ${counts.cancelled ?? "?"}，${seconds} 秒${ending}`;
       resolve({ ok, line, logFile, output });
     });
   });
