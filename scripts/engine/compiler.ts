@@ -85,7 +85,6 @@ export class WatchCompiler {
     const lines = this.pending.split(/\r?\n/);
     this.pending = lines.pop() ?? "";
     for (const line of lines) {
-      if (process.env.PI_COURSE_DEBUG_TSC) process.stderr.write(`[tsc ${performance.now().toFixed(0)}] ${line}\n`);
       if (ROUND_START.test(line)) {
         this.generation += 1;
         this.startedAt = performance.now();

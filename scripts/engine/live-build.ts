@@ -72,7 +72,6 @@ export class LiveBuild {
 
   /** 一批保存（相对 packages/pi-course 的路径），lastEventAt 是最后一个文件事件的时刻。 */
   saved(files: readonly string[], lastEventAt: number): void {
-    debug(`saved ${files.join(",")} last=${lastEventAt.toFixed(0)} busy=${this.compiler?.busy} latest=${this.latest?.startedAt.toFixed(0)}`);
     if (this.closed) return;
     if (this.mode === "cold") {
       this.events.ready(undefined);
@@ -129,7 +128,6 @@ export class LiveBuild {
   }
 
   private pump(): void {
-    debug(`pump wanted=${this.wanted} await=${this.awaitAfter?.toFixed(0)} busy=${this.compiler?.busy} latest=${this.latest?.generation}`);
     if (this.closed || this.mode !== "watch" || !this.wanted) return;
     if (this.awaitAfter !== undefined || this.compiler?.busy || !this.latest) return;
     this.wanted = false;
@@ -236,6 +234,3 @@ function lastLine(text: string): string {
   return text.trim().split("\n").at(-1) ?? "";
 }
 
-function debug(text: string): void {
-  if (process.env.PI_COURSE_DEBUG_TSC) process.stderr.write(`[live ${performance.now().toFixed(0)}] ${text}\n`);
-}
