@@ -4,6 +4,7 @@ import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
 import { usageError } from "./engine/errors.js";
 import { findLab, LADDER_HEIGHT, levelName, nextHint } from "./engine/hints.js";
 import { currentLab } from "./engine/labs.js";
+import { labPrediction } from "./engine/lesson.js";
 import { withPracticeLock } from "./engine/practice-lock.js";
 import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
 import { openPracticeDir } from "./engine/practice.js";
@@ -63,6 +64,12 @@ await runCommand(async () => {
 
   console.log(paint("bold", `第 ${chapter.id} 章 · 实践 ${lab.id} · ${lab.title}`));
   if (reason) console.log(paint("dim", reason));
+  const prediction = labPrediction(chapter, lab.id);
+  if (prediction) {
+    console.log("");
+    console.log(`${paint("yellow", `先预测（课文「实践 ${lab.id}」一节）：`)}${prediction}`);
+    console.log(paint("dim", "  写下答案再运行；提示帮你写代码，预测帮你读懂结果。"));
+  }
   console.log("");
   console.log(paint("cyan", `提示 ${step.level}/${LADDER_HEIGHT} · ${step.name}`));
   for (const line of step.text.split("\n")) console.log(line === "" ? "" : `  ${line}`);

@@ -5,6 +5,7 @@ import { chapterAndDir, paint, runCommand, userCwd, parseCommandLine } from "./e
 import { isCourseError, usageError } from "./engine/errors.js";
 import { LADDER_HEIGHT, nextHint } from "./engine/hints.js";
 import { currentLab } from "./engine/labs.js";
+import { labPrediction } from "./engine/lesson.js";
 import { COURSE_PACKAGE, KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
 import { openPracticeDir } from "./engine/practice.js";
 import { withPracticeLock } from "./engine/practice-lock.js";
@@ -196,6 +197,8 @@ class Session {
         if (failing) {
           out.push(paint("bold", `当前实践：${failing.lab.id} · ${failing.lab.title}`));
           out.push(paint("dim", `  目标：${failing.lab.goal}`));
+          const prediction = labPrediction(chapter, failing.lab.id);
+          if (prediction) out.push(paint("dim", `  先预测（课文「实践 ${failing.lab.id}」一节）：${prediction}`));
         }
         if (check.deviation) {
           out.push(paint("bold", "第一处偏差："));

@@ -7,7 +7,7 @@ import { renderCard } from "../scripts/engine/card.ts";
 import { findChapter, loadChapters } from "../scripts/engine/chapters.ts";
 import { CourseError } from "../scripts/engine/errors.ts";
 import type { CourseHistory } from "../scripts/engine/history.ts";
-import { lintLesson } from "../scripts/engine/lesson.ts";
+import { lintLesson, predictionOf } from "../scripts/engine/lesson.ts";
 import { LESSONS_DIR } from "../scripts/engine/paths.ts";
 import { tempDir } from "./helpers.ts";
 
@@ -111,5 +111,17 @@ test("停靠点出现在章节卡片上，课文缺少对应标记时 lint 报�
   const misplaced = marked.replace(/^> \*\*停靠点\*\*：.*\n/m, "").replace("## 故障实验", "> **停靠点**：放错了地方。\n\n## 故障实验");
   assert.deepEqual(lintLesson(misplaced, chapter, [chapter], []).filter((problem) => problem.includes("停靠点")), [
     "实践 3.1 一节末尾缺少停靠点标记「> **停靠点**：…」（chapter.json 的 stops 声明了它）",
+  ]);
+});
+
+test("每个实践一节都有运行前的预测；缺了它 lint 报出实践编号，hint 与 watch 才不会指空", () => {
+  const chapter = findChapter(loadChapters(LESSONS_DIR), "03");
+  const lesson = readFileSync(chapter.lessonPath, "utf8");
+  assert.match(predictionOf(lesson, "3.2") ?? "", /^改完以后/);
+  assert.deepEqual(lintLesson(lesson, chapter, [chapter], []).filter((problem) => problem.includes("先预测")), []);
+  const without = lesson.replace(/^\*\*先预测\*\*：改完以后.*\n/m, "");
+  assert.equal(predictionOf(without, "3.2"), undefined);
+  assert.deepEqual(lintLesson(without, chapter, [chapter], []).filter((problem) => problem.includes("先预测")), [
+    "实践 3.2 一节缺少运行前的预测「**先预测**：…」（hint 与 watch 会指向它）",
   ]);
 });

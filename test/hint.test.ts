@@ -27,6 +27,9 @@ describe("hint：提示梯子一级一级展开", () => {
     assert.match(stdout, /第 03 章 · 实践 3\.1/);
     assert.match(stdout, /实践 3\.1 还没通过，所以给它的提示/);
     assert.match(stdout, /提示 1\/4 · 定位文件/);
+    // 提示之前先把课文里这个实践的预测问题摆出来
+    assert.match(stdout, /先预测（课文「实践 3\.1」一节）：占位流永远不会结束/);
+    assert.ok(stdout.indexOf("先预测") < stdout.indexOf("提示 1/4"), stdout);
     assert.ok(stdout.includes(printed(hints["3.1"]!.file!)), stdout);
     assert.ok(!stdout.includes(printed(hints["3.1"]!.signature!)), "只给这一级");
     assert.match(stdout, /下一级：npm run hint -- 03 3\.1（指出签名）/);

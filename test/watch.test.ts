@@ -72,6 +72,7 @@ describe("watch：保存即重跑，一屏看清当前实践", () => {
         assert.match(first, /第 03 章 · 保存一次完整的工具往返/);
         assert.match(first, /实践 3\.1\s+✓ 1\/1 · 2\/2/);
         assert.match(first, /当前实践：3\.2 · 让 error 自己结束消息流/);
+        assert.match(first, /先预测（课文「实践 3\.2」一节）：改完以后/);
         assert.match(first, /第一处偏差：\n\s+✗ 「error 终态自行结束流/);
         assert.match(first, /提示：实践 3\.2 还有 4 级可看 → npm run hint -- 03 3\.2/);
         assert.match(first, mode === "events" ? /监视中（文件事件）/ : /监视中（轮询）/);

@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from "node:fs";
 import type { Chapter } from "./chapters.js";
 
 /** 课文必需的二级标题（按顺序）；实践标题按章节元数据另行检查。 */
@@ -76,6 +77,11 @@ export function lintLesson(lesson: string, chapter: Chapter, chapters: readonly 
       problems.push(`缺少实践小节「## 实践 ${lab.id} · …」`);
     }
   }
+  for (const lab of chapter.labs) {
+    if (labSection(lesson, lab.id) !== "" && predictionOf(lesson, lab.id) === undefined) {
+      problems.push(`实践 ${lab.id} 一节缺少运行前的预测「**先预测**：…」（hint 与 watch 会指向它）`);
+    }
+  }
   for (const stop of chapter.stops) {
     if (!/^> \*\*停靠点\*\*：/m.test(labSection(lesson, stop.after))) {
       problems.push(`实践 ${stop.after} 一节末尾缺少停靠点标记「> **停靠点**：…」（chapter.json 的 stops 声明了它）`);
@@ -89,6 +95,18 @@ export function lintLesson(lesson: string, chapter: Chapter, chapters: readonly 
     if (problem) problems.push(`命令 \`${command}\`：${problem}`);
   }
   return problems;
+}
+
+/** 实践一节里运行前要回答的预测（`**先预测**：…` 那一段）；没有时是 undefined。 */
+export function predictionOf(lesson: string, labId: string): string | undefined {
+  const match = /^\*\*先预测\*\*：(.+)$/m.exec(labSection(lesson, labId));
+  return match?.[1]?.trim();
+}
+
+/** 从本章课文里取实践的预测问题；课文不在时是 undefined。 */
+export function labPrediction(chapter: Chapter, labId: string): string | undefined {
+  if (!existsSync(chapter.lessonPath)) return undefined;
+  return predictionOf(readFileSync(chapter.lessonPath, "utf8"), labId);
 }
 
 /** `## 实践 N.M · …` 这一节的正文（到下一个二级标题为止）；找不到时是空串。 */
