@@ -4,7 +4,7 @@
  */
 
 import { AssistantMessageEventStream } from "./event-stream.js";
-import { readSseData } from "./sse.js";
+import { readSseData, type SseLimits } from "./sse.js";
 import {
   assistantMessage,
   currentSystemPrompt,
@@ -12,6 +12,7 @@ import {
   textOf,
   type AgentContext,
   type AgentMessage,
+  type AssistantContent,
   type AssistantMessage,
   type DoneReason,
   type ErrorReason,
@@ -84,7 +85,13 @@ export interface OpenAiCompatibleOptions {
   model: string;
   /** 换一个 fetch（代理、录制）；省略时用 Node 自带的。 */
   fetch?: typeof fetch;
+  /** 等响应头、等下一块字节，最多等这么多毫秒；默认 120 秒。 */
+  idleTimeoutMs?: number;
+  /** SSE 一行、一个事件的字符上限；省略的项用 sse.ts 里的默认值。 */
+  sseLimits?: Partial<SseLimits>;
 }
+
+const DEFAULT_IDLE_TIMEOUT_MS = 120_000;
 
 // ── 出站：课程消息 → 请求体（纯函数） ───────────────────────────
 
@@ -148,40 +155,58 @@ export function toChatRequest(context: AgentContext, model: string): ChatRequest
 /** 组装中的回复。message 是私有草稿，对外只交出它的快照。 */
 interface Draft {
   message: AssistantMessage;
-  /** 线上的 tool_calls[].index → 草稿里对应的那个 ToolCall。 */
-  toolCalls: Map<number, ToolCall>;
+  /** 线上的 tool_calls[].index → 那个调用在 content 里的下标。 */
+  toolCalls: Map<number, number>;
   /** 收到过的 finish_reason；一直没收到就是 undefined。 */
   finishReason?: string;
 }
 
-/** 和第 04 章一样：partial 一交出去就归消费者，后来的片段改不到它。 */
+/**
+ * 和第 04 章一样：partial 一交出去就归消费者，后来的片段改不到它。
+ * 但这里不深拷贝：草稿里的块一经放入就冻结，要改就换上新块，所以快照只需一个新数组。
+ * 深拷贝的话，两万个片段会留下两万份越来越长的全文，只等 result() 的消费者也得替它们付内存。
+ */
 function snapshot(message: AssistantMessage): AssistantMessage {
+  return { ...message, content: [...message.content] };
+}
+
+/** 终态里的消息交给调用方长期保存，可以随意修改：这一次才深拷贝，也就拷这一次。 */
+function finalCopy(message: AssistantMessage): AssistantMessage {
   return structuredClone(message);
 }
 
 // #region lab 5.3 辅助
+/** 放进草稿的块都冻结：既然快照共用它们，谁也不能原地改。 */
+function place(draft: Draft, contentIndex: number, block: AssistantContent): void {
+  draft.message.content[contentIndex] = Object.freeze(block);
+}
+
 /** 文字接在最后一个文字块后面；最后一块是工具调用时另起一块，先后顺序不乱。 */
 function appendText(draft: Draft, delta: string): ModelEvent {
   const content = draft.message.content;
   const last = content.at(-1);
-  if (last?.type === "text") last.text += delta;
-  else content.push(text(delta));
+  if (last?.type === "text") place(draft, content.length - 1, text(last.text + delta));
+  else place(draft, content.length, text(delta));
   return { type: "text_delta", contentIndex: content.length - 1, delta, partial: snapshot(draft.message) };
 }
 
 /** 同一个 index 的片段属于同一个调用，不管中间夹了多少别人的片段。 */
 function appendToolCall(draft: Draft, piece: ChunkToolCall): ModelEvent {
-  let call = draft.toolCalls.get(piece.index);
-  if (call === undefined) {
-    call = { type: "toolCall", id: "", name: "", arguments: {}, rawArguments: "" };
-    draft.toolCalls.set(piece.index, call);
-    draft.message.content.push(call);
+  const content = draft.message.content;
+  let contentIndex = draft.toolCalls.get(piece.index);
+  if (contentIndex === undefined) {
+    contentIndex = content.length;
+    draft.toolCalls.set(piece.index, contentIndex);
+    place(draft, contentIndex, { type: "toolCall", id: "", name: "", arguments: {}, rawArguments: "" });
   }
-  if (piece.id) call.id = piece.id;
-  if (piece.function?.name) call.name = piece.function.name;
+  const call = content[contentIndex] as ToolCall;
   const delta = piece.function?.arguments ?? "";
-  call.rawArguments = (call.rawArguments ?? "") + delta;
-  const contentIndex = draft.message.content.indexOf(call);
+  place(draft, contentIndex, {
+    ...call,
+    id: piece.id || call.id,
+    name: piece.function?.name || call.name,
+    rawArguments: (call.rawArguments ?? "") + delta,
+  });
   return { type: "toolcall_delta", contentIndex, delta, partial: snapshot(draft.message) };
 }
 
@@ -207,7 +232,7 @@ function applyChunk(draft: Draft, chunk: ChatChunk): ModelEvent[] {
   // #endregion
 }
 
-/** 一条 data 解析成 chunk；不是 JSON 对象就抛出，交给唯一的出口。 */
+/** 一条 data 解析成 chunk；不是 JSON 对象、或者形状不对，就抛出，交给唯一的出口。 */
 function parseChunk(data: string): ChatChunk {
   // #region lab 5.3
   let parsed: unknown;
@@ -219,7 +244,61 @@ function parseChunk(data: string): ChatChunk {
   if (typeof parsed !== "object" || parsed === null) {
     throw new Error(`收到一块不是 JSON 对象的 chunk：${data}`);
   }
+  const problem = chunkProblem(parsed as Record<string, unknown>);
+  if (problem !== undefined) throw new Error(`收到一块形状不对的 chunk（${problem}）：${data}`);
   return parsed as ChatChunk;
+  // #endregion
+}
+
+// ── 检查 chunk：ChatChunk 只是我们的愿望，线上来的是 unknown ────────
+
+// #region lab 5.5 辅助
+/** 字段可以缺席或为 null；只要出现了值，就必须是约定的类型。 */
+function optional(value: unknown, type: "string" | "number" | "object"): boolean {
+  return value === undefined || value === null || typeof value === type;
+}
+
+function fieldsOf(value: unknown): Record<string, unknown> {
+  return (value ?? {}) as Record<string, unknown>;
+}
+
+function toolPieceProblem(piece: unknown): string | undefined {
+  if (typeof piece !== "object" || piece === null) return "tool_calls 里有一项不是对象";
+  const { index, id, function: fn } = fieldsOf(piece);
+  if (!Number.isInteger(index) || (index as number) < 0) return "tool_calls[].index 不是非负整数";
+  if (!optional(id, "string")) return "tool_calls[].id 不是字符串";
+  if (!optional(fn, "object")) return "tool_calls[].function 不是对象";
+  const { name, arguments: args } = fieldsOf(fn);
+  if (!optional(name, "string")) return "tool_calls[].function.name 不是字符串";
+  if (!optional(args, "string")) return "tool_calls[].function.arguments 不是字符串";
+  return undefined;
+}
+// #endregion
+
+/**
+ * 返回 chunk 的第一处毛病，没有毛病返回 undefined。不查的话，
+ * 数字会被当成文字拼进回答，对象会变成 "[object Object]"，坏掉的片段会悄悄丢失。
+ */
+function chunkProblem(chunk: Record<string, unknown>): string | undefined {
+  // #region lab 5.5
+  if (!optional(chunk.usage, "object")) return "usage 不是对象";
+  const usage = fieldsOf(chunk.usage);
+  for (const name of ["prompt_tokens", "completion_tokens", "total_tokens"]) {
+    if (!optional(usage[name], "number")) return `usage.${name} 不是数字`;
+  }
+  if (chunk.choices === undefined || chunk.choices === null) return undefined;
+  if (!Array.isArray(chunk.choices)) return "choices 不是数组";
+  if (chunk.choices.length === 0) return undefined;
+  const choice: unknown = chunk.choices[0];
+  if (typeof choice !== "object" || choice === null) return "choices[0] 不是对象";
+  const { delta, finish_reason } = fieldsOf(choice);
+  if (!optional(finish_reason, "string")) return "finish_reason 不是字符串";
+  if (!optional(delta, "object")) return "delta 不是对象";
+  const { content, tool_calls } = fieldsOf(delta);
+  if (!optional(content, "string")) return "delta.content 不是字符串";
+  if (tool_calls === undefined || tool_calls === null) return undefined;
+  if (!Array.isArray(tool_calls)) return "delta.tool_calls 不是数组";
+  return tool_calls.map(toolPieceProblem).find((problem) => problem !== undefined);
   // #endregion
 }
 
@@ -251,7 +330,8 @@ function unfinishedReason(finishReason: string | undefined): string {
 
 // #region lab 5.3 辅助
 /** 参数原文凑齐才解析；解析好的调用取代草稿里那个，不再带 rawArguments。 */
-function closeToolCall(draft: Draft, call: ToolCall): ModelEvent {
+function closeToolCall(draft: Draft, contentIndex: number): ModelEvent {
+  const call = draft.message.content[contentIndex] as ToolCall;
   const raw = call.rawArguments ?? "";
   let args: unknown;
   try {
@@ -260,8 +340,7 @@ function closeToolCall(draft: Draft, call: ToolCall): ModelEvent {
     throw new Error(`工具调用 ${call.name}（${call.id}）的参数不是合法 JSON：${raw}`);
   }
   const finished: ToolCall = { type: "toolCall", id: call.id, name: call.name, arguments: args };
-  const contentIndex = draft.message.content.indexOf(call);
-  draft.message.content[contentIndex] = finished;
+  place(draft, contentIndex, finished);
   return { type: "toolcall_end", contentIndex, toolCall: structuredClone(finished), partial: snapshot(draft.message) };
 }
 // #endregion
@@ -271,8 +350,8 @@ function finishEvents(draft: Draft): ModelEvent[] {
   // #region lab 5.3
   const reason = doneReasonOf(draft.finishReason);
   if (reason === undefined) throw new Error(unfinishedReason(draft.finishReason));
-  const ends = [...draft.toolCalls.values()].map((call) => closeToolCall(draft, call));
-  const message: AssistantMessage = { ...snapshot(draft.message), stopReason: reason };
+  const ends = [...draft.toolCalls.values()].map((contentIndex) => closeToolCall(draft, contentIndex));
+  const message: AssistantMessage = { ...finalCopy(draft.message), stopReason: reason };
   return [...ends, { type: "done", reason, message }];
   // #endregion
 }
@@ -281,10 +360,50 @@ function finishEvents(draft: Draft): ModelEvent[] {
 
 const REDACTED = "[已隐去的 API key]";
 
-/** key 为空串时原样返回：空串“出现”在每两个字符之间，替换它只会把文字搅乱。 */
-function redact(message: string, secret: string): string {
+/** errorMessage 最多留这么多字符：够看清原因，又不会把一整页 HTML 塞进 transcript。 */
+const MAX_ERROR_CHARS = 2_000;
+/** HTTP 错误正文最多读这么多字节，其余的不下载。 */
+const MAX_ERROR_BODY_BYTES = 16 * 1024;
+
+/**
+ * key 可能以几种样子回到我们手里：原样、URL 编码（服务器回显请求地址时），
+ * 以及写在 base URL 里的 user:password@（fetch 报错时会带出整个地址）。
+ * 空串不算：空串“出现”在每两个字符之间，替换它只会把文字搅乱。
+ */
+function secretsOf(apiKey: string, baseUrl: string): string[] {
+  // #region lab 5.5
+  const forms = [apiKey, encodeURIComponent(apiKey)];
+  if (URL.canParse(baseUrl)) {
+    const { username, password } = new URL(baseUrl);
+    for (const part of [username, password]) forms.push(part, decodedOrSame(part));
+  }
+  // 长的先换：短的那个可能正是长的一部分。
+  return [...new Set(forms)].filter((form) => form !== "").sort((a, b) => b.length - a.length);
+  // #endregion
+}
+
+// #region lab 5.5 辅助
+/** 地址里的 % 不一定组成合法的转义：解不开就按原样算。 */
+function decodedOrSame(part: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}
+// #endregion
+
+function redact(message: string, secrets: readonly string[]): string {
   // #region lab 5.4
-  return secret === "" ? message : message.replaceAll(secret, REDACTED);
+  return secrets.reduce((clean, secret) => clean.replaceAll(secret, REDACTED), message);
+  // #endregion
+}
+
+/** 先脱敏再截断：反过来的话，截断处留下的半个 key 就躲过了替换。 */
+function clip(message: string): string {
+  // #region lab 5.5
+  if (message.length <= MAX_ERROR_CHARS) return message;
+  return `${message.slice(0, MAX_ERROR_CHARS)}……（共 ${message.length} 个字符，后面的已截去）`;
   // #endregion
 }
 
@@ -295,11 +414,31 @@ function describeError(error: unknown): string {
   return `${error.message}${cause}`;
 }
 
-/** 服务器回的错误正文常常原样带着请求头：它也要经过 redact 才能进 errorMessage。 */
+/**
+ * 服务器回的错误正文常常原样带着请求头：它也要经过 redact 才能进 errorMessage。
+ * 正文可能是几 MB 的 HTML 页面：只读开头一段，剩下的连接直接放弃。
+ */
 async function httpFailure(response: Response): Promise<string> {
   // #region lab 5.4
-  const body = await response.text().catch(() => "");
+  const body = await readAtMost(response, MAX_ERROR_BODY_BYTES).catch(() => "");
   return `HTTP ${response.status}：${body}`;
+  // #endregion
+}
+
+async function readAtMost(response: Response, maxBytes: number): Promise<string> {
+  // #region lab 5.5
+  if (response.body === null) return "";
+  const pieces: Uint8Array[] = [];
+  let size = 0;
+  const reader = response.body.getReader();
+  while (size < maxBytes) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    pieces.push(value);
+    size += value.byteLength;
+  }
+  await reader.cancel();
+  return new TextDecoder().decode(Buffer.concat(pieces).subarray(0, maxBytes));
   // #endregion
 }
 
@@ -307,13 +446,52 @@ function failureEvent(
   partial: AssistantMessage,
   error: unknown,
   signal: AbortSignal | undefined,
-  secret: string,
+  secrets: readonly string[],
 ): ModelEvent {
   // #region lab 5.4
   const reason: ErrorReason = signal?.aborted ? "aborted" : "error";
-  const errorMessage = reason === "aborted" ? "调用方取消了这次请求" : redact(describeError(error), secret);
-  return { type: "error", reason, error: { ...snapshot(partial), stopReason: reason, errorMessage } };
+  const errorMessage = reason === "aborted" ? "调用方取消了这次请求" : clip(redact(describeError(error), secrets));
+  return { type: "error", reason, error: { ...finalCopy(partial), stopReason: reason, errorMessage } };
   // #endregion
+}
+
+// ── 看门狗：对面一声不吭时，不能无限地等下去 ────────────────────
+
+/**
+ * 每收到一点东西就 kick() 一次；超过 ms 毫秒没有 kick，就中止请求。
+ * 调用方的 signal 管“我不想要了”，看门狗管“对面卡住了”：没有它，一个不回话的服务器能让调用永远挂着。
+ */
+class IdleWatchdog {
+  private readonly controller = new AbortController();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(private readonly ms: number) {
+    this.kick();
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  kick(): void {
+    // #region lab 5.5
+    clearTimeout(this.timer);
+    const silence = new Error(`已经 ${this.ms} 毫秒没有收到服务器的任何数据，放弃这次请求。`);
+    this.timer = setTimeout(() => this.controller.abort(silence), this.ms);
+    // #endregion
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+  }
+}
+
+/** 把响应体原样转交，每转交一块就告诉看门狗“还活着”。 */
+async function* watched(body: AsyncIterable<Uint8Array>, watchdog: IdleWatchdog): AsyncGenerator<Uint8Array> {
+  for await (const bytes of body) {
+    watchdog.kick();
+    yield bytes;
+  }
 }
 
 // ── 模型 ────────────────────────────────────────────────────────
@@ -323,14 +501,21 @@ export class OpenAiCompatibleModel implements Model {
   readonly id: string;
   private readonly endpoint: string;
   private readonly send: typeof fetch;
+  private readonly idleTimeoutMs: number;
+  private readonly sseLimits: Partial<SseLimits>;
   /** # 私有字段：JSON.stringify 和 console.log 都看不到它。 */
   readonly #apiKey: string;
+  /** key 可能被回显成的每一种样子，错误信息离开之前逐个涂掉。 */
+  readonly #secrets: readonly string[];
 
   constructor(options: OpenAiCompatibleOptions) {
     this.id = options.model;
     this.endpoint = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`;
     this.send = options.fetch ?? ((input, init) => fetch(input, init));
+    this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+    this.sseLimits = options.sseLimits ?? {};
     this.#apiKey = options.apiKey;
+    this.#secrets = secretsOf(options.apiKey, options.baseUrl);
   }
 
   /** 从不抛异常：连不上、HTTP 出错、流断了、被取消，都以终态送进流里，result() 总会兑现。 */
@@ -346,13 +531,17 @@ export class OpenAiCompatibleModel implements Model {
     signal: AbortSignal | undefined,
   ): Promise<void> {
     const draft: Draft = { message: this.blankMessage(), toolCalls: new Map() };
+    const watchdog = new IdleWatchdog(this.idleTimeoutMs);
     try {
       // #region lab 5.3
-      const response = await this.post(toChatRequest(context, this.id), signal);
+      // 两个 signal 任一触发都中止 fetch：调用方取消，或者看门狗等不下去了。
+      const stop = signal ? AbortSignal.any([signal, watchdog.signal]) : watchdog.signal;
+      const response = await this.post(toChatRequest(context, this.id), stop);
+      watchdog.kick();
       if (!response.ok) throw new Error(await httpFailure(response));
       if (response.body === null) throw new Error("响应没有正文，读不到事件流。");
       output.push({ type: "start", partial: snapshot(draft.message) });
-      for await (const data of readSseData(response.body)) {
+      for await (const data of readSseData(watched(response.body, watchdog), this.sseLimits)) {
         // 取消之后一个事件也不再送出，哪怕它已经在缓冲里了。
         signal?.throwIfAborted();
         if (data === "[DONE]") break;
@@ -362,11 +551,13 @@ export class OpenAiCompatibleModel implements Model {
       // #endregion
     } catch (error) {
       // 所有失败都从这里离开：变成保留 partial 的终态，错误信息也只在这里脱敏一次。
-      output.push(failureEvent(draft.message, error, signal, this.#apiKey));
+      output.push(failureEvent(draft.message, error, signal, this.#secrets));
+    } finally {
+      watchdog.stop();
     }
   }
 
-  private post(body: ChatRequest, signal: AbortSignal | undefined): Promise<Response> {
+  private post(body: ChatRequest, signal: AbortSignal): Promise<Response> {
     // #region lab 5.3
     const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
     // key 只进请求头：请求体、URL、错误信息里都不该有它。

@@ -122,6 +122,37 @@ function errorTurnEvents(turn: ErrorTurn, blank: AssistantMessage): ModelEvent[]
   return [...events, failedEvent(draft, turn.errorMessage)];
 }
 
+// ── 检查脚本：类型管得到源码，管不到从 JSON 读进来的 turn ─────────
+
+const DONE_REASONS: readonly unknown[] = ["stop", "length", "toolUse"];
+
+function blockProblem(block: unknown, at: number): string | undefined {
+  const { type, text: words, id, name } = (block ?? {}) as Record<string, unknown>;
+  if (type === "text" && typeof words === "string") return undefined;
+  if (type === "toolCall" && typeof id === "string" && typeof name === "string") return undefined;
+  return `content[${at}] 既不是带 text 的文字块，也不是带 id 和 name 的工具调用`;
+}
+
+/**
+ * 返回这个 turn 的第一处毛病，没有毛病返回 undefined。
+ * 不先检查的话，不认识的 kind 规划不出任何事件，流永远等不到终态。
+ */
+function turnProblem(turn: unknown): string | undefined {
+  if (typeof turn !== "object" || turn === null) return "turn 不是一个对象";
+  const fields = turn as Record<string, unknown>;
+  if (fields.kind === "error") {
+    if (typeof fields.errorMessage !== "string") return "error turn 的 errorMessage 不是字符串";
+    if (fields.partialText !== undefined && typeof fields.partialText !== "string") return "partialText 不是字符串";
+    return undefined;
+  }
+  if (fields.kind !== "reply") return `kind 只能是 "reply" 或 "error"，这里是 ${JSON.stringify(fields.kind)}`;
+  if (!DONE_REASONS.includes(fields.stopReason)) {
+    return `reply turn 的 stopReason 只能是 stop、length 或 toolUse，这里是 ${JSON.stringify(fields.stopReason)}`;
+  }
+  if (!Array.isArray(fields.content)) return "reply turn 的 content 不是数组";
+  return fields.content.map(blockProblem).find((problem) => problem !== undefined);
+}
+
 /** 一个 turn 的完整事件序列，最后一个一定是 done 或 error。 */
 function planTurn(turn: ScriptedTurn, blank: AssistantMessage): ModelEvent[] {
   switch (turn.kind) {
@@ -183,6 +214,8 @@ export class ScriptedModel implements Model {
       return [failedEvent(blank, `脚本没有更多 turn 了：这是第 ${call} 次调用 stream()，脚本只准备了 ${count} 个 turn。`)];
     }
     this.played += 1;
+    const problem = turnProblem(turn);
+    if (problem !== undefined) return [failedEvent(blank, `脚本第 ${this.played} 个 turn 写错了：${problem}`)];
     try {
       return planTurn(turn, blank);
     } catch (error) {

@@ -77,15 +77,25 @@ test("system message 按出现顺序重放：追加说明、按名替换段落�
   );
   assert.equal(currentSystemMessage([{ role: "user", content: [text("hi")], timestamp: 1 }]), undefined);
   assert.deepEqual(replayedTranscript, before);
+
+  // 段落被 null 删光以后，合成结果里连 sections 这个键都不该留下。
+  const allDeleted = currentSystemMessage([
+    { role: "system", content: "You are Pi.", sections: { rules: "RULE v1" }, timestamp: 10 },
+    { role: "system", content: "", sections: { rules: null }, timestamp: 20 },
+  ]);
+  assert.deepEqual(allDeleted, { role: "system", content: "You are Pi.", timestamp: 10 });
+  assert.equal(allDeleted !== undefined && "sections" in allDeleted, false, "段落全部删除后不该留下 sections 键");
 });
 
 test("systemMessageText 按固定顺序拼接 content 与段落，跳过空串和 null", () => {
-  const rendered = systemMessageText({
+  const system: AgentMessage = {
     role: "system",
     content: "",
     sections: { first: "A", dropped: null, blank: "", second: "B" },
     timestamp: 1,
-  });
+  };
 
-  assert.equal(rendered, "A\n\nB");
+  assert.equal(systemMessageText(system), "A\n\nB");
+  // system 消息的文本视图就是渲染后的 prompt：段落里的文字也算数。
+  assert.equal(textOf(system), "A\n\nB");
 });

@@ -203,6 +203,32 @@ test("4.3 脚本播完后再调用，以 error 终态说明没有更多 turn，�
   assert.match(failed.errorMessage ?? "", /第 2 次/);
 });
 
+test("4.3 写错的 turn 也以 error 终态收场：errorMessage 写明第几个 turn 错在哪里，下一次调用照常播放下一个", { timeout: 1_000 }, async () => {
+  // 脚本常从 JSON 文件读进来，类型检查拦不住这些写法。
+  const broken = [
+    { kind: "replay", content: [text("拼错了 kind")], stopReason: "stop" },
+    { kind: "reply", content: [{ type: "image", url: "a.png" }], stopReason: "stop" },
+    { kind: "reply", content: [text("好的")], stopReason: "error" },
+    { kind: "reply", content: "好的", stopReason: "stop" },
+    { kind: "error", errorMessage: 503 },
+    null,
+  ] as unknown as ScriptedTurn[];
+  const model = new ScriptedModel([...broken, readmeScript[1] as ScriptedTurn], fixedClock);
+  const expected = [/kind/, /content\[0\]/, /stopReason/, /content 不是数组/, /errorMessage/, /不是一个对象/];
+
+  for (const [at, problem] of expected.entries()) {
+    const stream: ModelStream = model.stream({ messages: [question] });
+    const events = await collect(stream);
+    const failed: AssistantMessage = await stream.result();
+    assert.deepEqual(events.map((event) => event.type), ["error"], `第 ${at + 1} 个 turn`);
+    assert.equal(failed.stopReason, "error");
+    assert.match(failed.errorMessage ?? "", new RegExp(`第 ${at + 1} 个 turn`));
+    assert.match(failed.errorMessage ?? "", problem);
+  }
+  const next = await model.stream({ messages: [question] }).result();
+  assert.deepEqual(next.content, [text("项目名是 tiny-pi。")], "写错的 turn 也算播过，下一次轮到下一个");
+});
+
 test("4.3 开始前已取消的请求以 aborted 结束，不消耗 turn", { timeout: 1_000 }, async () => {
   const model = new ScriptedModel(readmeScript, fixedClock);
   const controller = new AbortController();

@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import test from "node:test";
 
 import { modelFromEnv, OpenAiCompatibleModel, toChatRequest, type ChatRequest } from "../src/openai-compatible.js";
-import { SseDecoder, sseField } from "../src/sse.js";
+import { SseDecoder, sseField, SseLimitError } from "../src/sse.js";
 import {
   assistantMessage,
   text,
@@ -95,7 +97,7 @@ interface Seen {
 type Reply = (res: ServerResponse, seen: Seen) => Promise<void> | void;
 
 /**
- * 回一段 SSE，切成怪异的小块逐块写出；每块确认交给内核后再让出一轮事件循环，
+ * 回一段 SSE，切成怪异的小块逐块写出；每块确认交给内核后才写下一块，
  * 客户端因此一块一块地收到。then 决定写完之后：正常结束、挂着不动，还是掐断连接。
  */
 function sseReply(body: string, then: "end" | "hang" | "drop" = "end"): Reply {
@@ -103,10 +105,18 @@ function sseReply(body: string, then: "end" | "hang" | "drop" = "end"): Reply {
     res.writeHead(200, { "content-type": "text/event-stream" });
     for (const piece of awkwardPieces(body)) {
       await new Promise<void>((resolve) => res.write(piece, () => resolve()));
-      await new Promise((resolve) => setImmediate(resolve));
     }
     if (then === "end") res.end();
     if (then === "drop") res.destroy();
+  };
+}
+
+/** 一次写出整段 SSE：测试关心的不是刀口时，少走几百轮事件循环。 */
+function sseAtOnce(body: string, then: "end" | "hang" = "end"): Reply {
+  return (res) => {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    if (then === "end") res.end(body);
+    else res.write(body);
   };
 }
 
@@ -162,6 +172,12 @@ function assertStop(message: AssistantMessage, expected: StopReason): void {
   assert.equal(message.stopReason, expected, `应当以 ${expected} 结束，实际是 ${message.stopReason}：${why}`);
 }
 
+/** 测试里要一个确定的“此刻还活着多少内存”：先把垃圾收干净再量。 */
+function garbageCollector(): () => void {
+  setFlagsFromString("--expose-gc");
+  return runInNewContext("gc") as () => void;
+}
+
 // ── 实践 5.1 ────────────────────────────────────────────────────
 
 test("5.1 README 往返的第二次请求：system 合成开头唯一一条，工具调用的参数是 JSON 文本，工具结果用 role tool 配对", () => {
@@ -190,6 +206,26 @@ test("5.1 README 往返的第二次请求：system 合成开头唯一一条，�
   };
   assert.deepEqual(toChatRequest(context, MODEL), expected);
   assert.deepEqual(context, before, "映射只读 context，不能改动它");
+
+  // 下一轮：又来一条 system，改写 rules、加上 style。它在 transcript 里待在原处，请求里仍只有开头那一条。
+  const restyle: AgentMessage = {
+    role: "system",
+    content: "",
+    sections: { rules: "先读文件，引用原文再回答。", style: "回答用一句话。" },
+    timestamp: 1_030,
+  };
+  const later: AgentContext = { messages: [...context.messages, restyle, userMessage("项目名是什么？", 1_040)] };
+  const second = toChatRequest(later, MODEL);
+  assert.deepEqual(second.messages[0], {
+    role: "system",
+    content: "你是 tiny-pi，一个只读的编码助手。\n\n先读文件，引用原文再回答。\n\n回答用一句话。",
+  });
+  assert.deepEqual(
+    second.messages.map((message) => message.role),
+    ["system", "user", "assistant", "tool", "user"],
+    "system 只在开头出现一次，其余消息保持原来的先后",
+  );
+  assert.deepEqual(later.messages[2], rules, "transcript 里的 system 消息留在原处，不被改写");
 });
 
 test("5.1 不凭空添加：空 system 不发，没有工具就不带 tools，只有工具调用的 assistant 的 content 是 null", () => {
@@ -257,7 +293,55 @@ test("5.2 SseDecoder 逐字节喂入也能还原每个事件：汉字被切开�
   for (const byte of bytes) events.push(...byByte.push(Uint8Array.of(byte)));
   assert.deepEqual(events, expected);
 
-  assert.deepEqual(new SseDecoder().push(bytes), expected, "一次喂完整段应当得到同样的事件");
+  assert.deepEqual([...new SseDecoder().push(bytes)], expected, "一次喂完整段应当得到同样的事件");
+});
+
+test("5.2 三种行尾都算数：单独的 CR、LF、CRLF，CRLF 被切在两块之间也只算一个行尾", () => {
+  const decoder = new SseDecoder();
+  const events = [
+    ...decoder.push(Buffer.from("data: 甲\rdata: 乙\r\r", "utf8")),
+    ...decoder.push(Buffer.from("data: 丙\r", "utf8")),
+    ...decoder.push(Buffer.from("\n\r", "utf8")),
+    ...decoder.push(Buffer.from("\ndata: 丁\n\n", "utf8")),
+  ];
+  assert.deepEqual(events, ["甲\n乙", "丙", "丁"]);
+});
+
+test("5.2 很长的一行分成几千块送来：每块只处理新到的字节，总耗时与长度成正比", () => {
+  const value = "x".repeat(256 * 1024);
+  const bytes = Buffer.from(`data: ${value}\n\n`, "utf8");
+  const decoder = new SseDecoder();
+  const events: string[] = [];
+  const started = performance.now();
+  for (let at = 0; at < bytes.length; at += 256) events.push(...decoder.push(bytes.subarray(at, at + 256)));
+  const elapsed = performance.now() - started;
+
+  assert.equal(events.length, 1);
+  assert.equal(events[0]?.length, value.length);
+  // 线性的解码只需几毫秒；每块都把已收的半行重新拼接、重新切分，要一秒左右。
+  assert.ok(elapsed < 150, `解码 ${bytes.length} 字节用了 ${elapsed.toFixed(0)} ms：每块是否都在重扫整行？`);
+});
+
+test("5.2 一行或一个事件超过上限就抛出 SseLimitError，不等行尾到来", () => {
+  const limits = { maxLineChars: 16, maxEventChars: 32 };
+  assert.deepEqual([...new SseDecoder(limits).push(Buffer.from("data: 0123456789\n\n"))], ["0123456789"], "刚好 16 个字符的一行不算超");
+
+  // 同一块里先是一个完好的事件，后面那行还没收完就超了限。
+  const long = new SseDecoder(limits);
+  const seen: string[] = [];
+  const feed = (): void => {
+    for (const data of long.push(Buffer.from("data: 完好\n\ndata: 0123456789x"))) seen.push(data);
+  };
+  assert.throws(feed, SseLimitError, "没等到行尾，第 17 个字符一到就该抛出");
+  assert.deepEqual(seen, ["完好"], "超限之前已经凑齐的事件照样交出");
+
+  const many = new SseDecoder(limits);
+  [...many.push(Buffer.from("data:0123456789\ndata:0123456789\n"))];
+  assert.throws(() => [...many.push(Buffer.from("data:0123456789\n"))], (error: unknown) => {
+    assert.ok(error instanceof SseLimitError);
+    assert.match(error.message, /32/);
+    return true;
+  });
 });
 
 // ── 实践 5.3 ────────────────────────────────────────────────────
@@ -305,6 +389,7 @@ test("5.3 README 往返对着真实 HTTP 服务器走完：请求带 Bearer key 
     assert.equal(request.url, "/v1/chat/completions");
     assert.equal(request.headers.authorization, `Bearer ${KEY}`);
     assert.match(request.headers["content-type"] ?? "", /application\/json/);
+    assert.equal(request.headers.accept, "text/event-stream", "请求头应当声明要的是事件流");
     assert.deepEqual(JSON.parse(request.body), toChatRequest({ messages: [instructions, question], tools: [readTool] }, MODEL));
 
     messages.push(one.message, readmeResult);
@@ -365,6 +450,32 @@ test("5.3 两个工具调用的参数片段交错到达，按 index 各自拼回
     assert.deepEqual(message.content, [readA, readB]);
     assert.deepEqual(message.usage, { input: 0, output: 0, totalTokens: 0 }, "没有 usage 块时 usage 保持全 0");
   });
+
+  // 工具片段之间夹着文字：文字不接回调用前面那块，另起一块排在调用后面；调用的下一片仍回到自己的位置。
+  const mixed = sseBody(
+    textChunk("好的。"),
+    toolChunk(0, { id: "call_a", name: "read", arguments: '{"path":' }),
+    textChunk("稍等，"),
+    toolChunk(0, { arguments: '"a.md"}' }),
+    textChunk("我去读。"),
+    finishChunk("tool_calls"),
+    "[DONE]",
+  );
+  await withServer([sseReply(mixed)], async (baseUrl) => {
+    const { events, message } = await call(modelAt(baseUrl), { messages: [question], tools: [readTool] });
+    assertStop(message, "toolUse");
+    assert.deepEqual(labels(events), [
+      "start",
+      "text_delta#0",
+      "toolcall_delta#1",
+      "text_delta#2",
+      "toolcall_delta#1",
+      "text_delta#2",
+      "toolcall_end#1",
+      "done",
+    ]);
+    assert.deepEqual(message.content, [text("好的。"), readA, text("稍等，我去读。")]);
+  });
 });
 
 test("5.3 finish_reason 的映射：stop → stop，length → length，tool_calls → toolUse", { timeout: 2_000 }, async () => {
@@ -379,8 +490,9 @@ test("5.3 finish_reason 的映射：stop → stop，length → length，tool_cal
     },
   ];
   const replies = cases.map(({ reply, finish }) => sseReply(sseBody(reply, finishChunk(finish), "[DONE]")));
-  await withServer(replies, async (baseUrl) => {
-    const model = modelAt(baseUrl);
+  await withServer(replies, async (baseUrl, seen) => {
+    // base URL 末尾多一个斜杠也不该变成 //chat/completions。
+    const model = modelAt(`${baseUrl}/`);
     for (const { finish, reason, content } of cases) {
       const { events, message } = await call(model, { messages: [question] });
       assertStop(message, reason);
@@ -388,6 +500,37 @@ test("5.3 finish_reason 的映射：stop → stop，length → length，tool_cal
       assert.ok(last?.type === "done" && last.reason === reason, `finish_reason ${finish} 应当以 done(${reason}) 结束`);
       assert.deepEqual(message.content, content);
     }
+    assert.deepEqual(
+      seen.map((request) => request.url),
+      ["/v1/chat/completions", "/v1/chat/completions", "/v1/chat/completions"],
+    );
+  });
+});
+
+test("5.3 只等 result() 的消费者：一千个文字片段留下的 partial 共用已有的块，不是一千份越来越长的全文", { timeout: 2_000 }, async () => {
+  const piece = "0123456789abcdef".repeat(16);
+  const body = sseBody(...Array.from({ length: 1_000 }, () => textChunk(piece)), finishChunk("stop"), "[DONE]");
+  const reply: Reply = (res) => {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.end(body);
+  };
+  await withServer([reply], async (baseUrl) => {
+    const collectGarbage = garbageCollector();
+    collectGarbage();
+    const before = process.memoryUsage().heapUsed;
+    const stream = modelAt(baseUrl).stream({ messages: [question] });
+    const message = await stream.result();
+    collectGarbage();
+    assertStop(message, "stop");
+    const retained = process.memoryUsage().heapUsed - before;
+
+    assert.deepEqual(message.content, [text(piece.repeat(1_000))]);
+    // 每个快照都深拷贝全文的话，一千个 partial 要留下约 128 MB。
+    assert.ok(retained < 24 * 1024 * 1024, `只等 result() 却留下了 ${(retained / 1024 / 1024).toFixed(0)} MB`);
+    // 量的时候流还活着：缓冲里的事件一个不少，之后才来的迭代者照样读得到。
+    let buffered = 0;
+    for await (const event of stream) buffered += event.type === "text_delta" ? 1 : 0;
+    assert.equal(buffered, 1_000);
   });
 });
 
@@ -468,8 +611,9 @@ test("5.4 连接中途被掐断或根本连不上，都以 error 结束：已收
   assert.ok((message.errorMessage ?? "").length > 0, "连不上时也要说明原因");
 });
 
-test("5.4 中途取消以 aborted 结束并保留已收到的文字；开始前就取消的请求不会发出去", { timeout: 2_000 }, async () => {
-  await withServer([sseReply(sseBody(textChunk("我先读")), "hang")], async (baseUrl, seen) => {
+test("5.4 中途取消以 aborted 结束并保留已收到的文字；开始前就取消的请求不会发出去；等响应头时取消也立刻收场", { timeout: 2_000 }, async () => {
+  const silent: Reply = () => new Promise<void>(() => {});
+  await withServer([sseReply(sseBody(textChunk("我先读")), "hang"), silent], async (baseUrl, seen) => {
     const model = modelAt(baseUrl);
     const controller = new AbortController();
     const stream = model.stream({ messages: [question] }, { signal: controller.signal });
@@ -490,5 +634,117 @@ test("5.4 中途取消以 aborted 结束并保留已收到的文字；开始前�
     assertStop(before.message, "aborted");
     assert.deepEqual(labels(before.events), ["error"]);
     assert.equal(seen.length, 1, "已经取消的请求不该到达服务器");
+
+    // 服务器收下请求却一直不回响应头：只有 signal 交到了 fetch 手里，取消才够得着这次等待。
+    const waiting = new AbortController();
+    const pending = call(model, { messages: [question] }, { signal: waiting.signal });
+    while (seen.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    waiting.abort();
+    const cut = await pending;
+    assertStop(cut.message, "aborted");
+    assert.deepEqual(labels(cut.events), ["error"]);
+  });
+});
+
+// ── 实践 5.5 ────────────────────────────────────────────────────
+
+test("5.5 形状不对的 chunk 以 error 结束：choices 不是数组、content 不是字符串、工具片段没有 index，已拼好的文字留在消息里", { timeout: 2_000 }, async () => {
+  const cases: Array<{ bad: Chunk; problem: RegExp }> = [
+    { bad: { choices: { 0: { delta: { content: "混进来" } } } }, problem: /choices 不是数组/ },
+    { bad: { choices: [{ delta: { content: 42 } }] }, problem: /delta\.content 不是字符串/ },
+    { bad: { choices: [{ delta: { tool_calls: [{ function: { arguments: "{}" } }] } }] }, problem: /index/ },
+  ];
+  const replies = cases.map(({ bad }) => sseAtOnce(sseBody(textChunk("我先读"), bad, finishChunk("stop"), "[DONE]")));
+  await withServer(replies, async (baseUrl) => {
+    const model = modelAt(baseUrl);
+    for (const { problem } of cases) {
+      const { events, message } = await call(model, { messages: [question] });
+      assertStop(message, "error");
+      assert.match(message.errorMessage ?? "", /形状不对/);
+      assert.match(message.errorMessage ?? "", problem);
+      assert.deepEqual(labels(events), ["start", "text_delta#0", "error"]);
+      assert.deepEqual(message.content, [text("我先读")]);
+    }
+  });
+});
+
+test("5.5 看门狗：不回响应头、或者流到一半不再送字节，过了 idleTimeoutMs 就以 error 结束，不用调用方取消", { timeout: 2_000 }, async () => {
+  const silent: Reply = () => new Promise<void>(() => {});
+  await withServer([silent, sseAtOnce(sseBody(textChunk("我先读")), "hang")], async (baseUrl) => {
+    const model = new OpenAiCompatibleModel({ baseUrl, apiKey: KEY, model: MODEL, idleTimeoutMs: 250 });
+
+    const noHeaders = await call(model, { messages: [question] });
+    assertStop(noHeaders.message, "error");
+    assert.match(noHeaders.message.errorMessage ?? "", /250 毫秒没有收到/);
+    assert.deepEqual(labels(noHeaders.events), ["error"]);
+
+    const stalled = await call(model, { messages: [question] });
+    assertStop(stalled.message, "error");
+    assert.match(stalled.message.errorMessage ?? "", /250 毫秒没有收到/);
+    assert.deepEqual(labels(stalled.events), ["start", "text_delta#0", "error"]);
+    assert.deepEqual(stalled.message.content, [text("我先读")]);
+  });
+});
+
+test("5.5 SSE 的一行超过上限就以 error 结束，不再往内存里堆；已收到的文字保留", { timeout: 2_000 }, async () => {
+  const reply: Reply = async (res) => {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    await new Promise<void>((resolve) => res.write(sseBody(textChunk("我先读")), () => resolve()));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // 之后是一行永远不结束的 data：连接不断，只有上限能让读取停下。
+    res.write(`data: ${"x".repeat(4_096)}`);
+  };
+  await withServer([reply], async (baseUrl) => {
+    const model = new OpenAiCompatibleModel({ baseUrl, apiKey: KEY, model: MODEL, sseLimits: { maxLineChars: 1_024 } });
+    const { events, message } = await call(model, { messages: [question] });
+    assertStop(message, "error");
+    assert.match(message.errorMessage ?? "", /一行超过了 1024 个字符/);
+    assert.deepEqual(labels(events), ["start", "text_delta#0", "error"]);
+    assert.deepEqual(message.content, [text("我先读")]);
+  });
+});
+
+test("5.5 几 MB 的 HTTP 错误页只留开头一段，key 先涂掉再截断", { timeout: 2_000 }, async () => {
+  // 正文送出 1 MB 多以后一直不结束：只有读够就放手的客户端才能回来。
+  const page: Reply = (res, seen) => {
+    res.writeHead(502, { "content-type": "text/html" });
+    res.write(`<html><p>${seen.headers.authorization ?? ""}</p>${"<div>网关出错</div>".repeat(80_000)}`);
+  };
+  await withServer([page], async (baseUrl) => {
+    const { message } = await call(modelAt(baseUrl), { messages: [question] });
+    assertStop(message, "error");
+    const errorMessage = message.errorMessage ?? "";
+    assert.match(errorMessage, /^HTTP 502：<html><p>Bearer \[已隐去的 API key\]<\/p>/);
+    assert.match(errorMessage, /已截去/);
+    assert.ok(errorMessage.length < 2_100, `errorMessage 有 ${errorMessage.length} 个字符，错误页被整页收下了`);
+  });
+});
+
+test("5.5 key 的每种样子都被涂掉：服务器回显的 URL 编码、base URL 里的 user:password、fetch 抛出的报错", { timeout: 2_000 }, async () => {
+  const oddKey = "sk/7f3a+DO NOT LEAK?";
+  const encoded = encodeURIComponent(oddKey);
+  const echo: Reply = (res, seen) => {
+    res.writeHead(401, { "content-type": "text/plain" });
+    res.end(`凭据无效：${encodeURIComponent(seen.headers.authorization ?? "")}`);
+  };
+  const leaks = (message: AssistantMessage, secret: string): boolean => (message.errorMessage ?? "").includes(secret);
+
+  await withServer([echo], async (baseUrl) => {
+    const echoed = await call(new OpenAiCompatibleModel({ baseUrl, apiKey: oddKey, model: MODEL }), { messages: [question] });
+    assertStop(echoed.message, "error");
+    assert.match(echoed.message.errorMessage ?? "", /凭据无效：Bearer/);
+    assert.ok(!leaks(echoed.message, encoded), `URL 编码的 key 没有被涂掉：${echoed.message.errorMessage}`);
+
+    // fetch 拒绝带凭据的地址，报错里原样带着整个地址。
+    const inUrl = baseUrl.replace("http://", `http://user:${encoded}@`);
+    const thrown = await call(new OpenAiCompatibleModel({ baseUrl: inUrl, apiKey: oddKey, model: MODEL }), { messages: [question] });
+    assertStop(thrown.message, "error");
+    assert.match(thrown.message.errorMessage ?? "", /127\.0\.0\.1/, "报错应当保留地址，只涂掉 key");
+    assert.ok(!leaks(thrown.message, encoded) && !leaks(thrown.message, oddKey), `报错里的 key 没有被涂掉：${thrown.message.errorMessage}`);
+
+    const onlyInUrl = baseUrl.replace("http://", "http://tok3n-only-in-url@");
+    const bare = await call(new OpenAiCompatibleModel({ baseUrl: onlyInUrl, apiKey: "", model: MODEL }), { messages: [question] });
+    assertStop(bare.message, "error");
+    assert.ok(!leaks(bare.message, "tok3n-only-in-url"), `base URL 里的凭据没有被涂掉：${bare.message.errorMessage}`);
   });
 });
