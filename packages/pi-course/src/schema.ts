@@ -15,10 +15,16 @@ import type { JsonSchema } from "./types.js";
 /** 只存在于类型层面的标记：记住一个 schema 收窄出的值是什么类型，运行时没有这个字段。 */
 declare const narrowsTo: unique symbol;
 
+/** 数的取值范围（含端点）：写进 JSON Schema 让模型看到，parse 也照同一份数字检查。 */
+export interface Bounds {
+  minimum?: number;
+  maximum?: number;
+}
+
 export type SchemaNode =
   | { kind: "string"; description?: string }
-  | { kind: "number"; description?: string }
-  | { kind: "integer"; description?: string }
+  | ({ kind: "number"; description?: string } & Bounds)
+  | ({ kind: "integer"; description?: string } & Bounds)
   | { kind: "boolean"; description?: string }
   | { kind: "array"; items: SchemaNode; description?: string }
   | { kind: "object"; properties: Record<string, SchemaNode>; description?: string }
@@ -52,8 +58,10 @@ function described<N extends SchemaNode>(node: N, description: string | undefine
 
 export const s = {
   string: (description?: string): Schema<string> => described({ kind: "string" }, description),
-  number: (description?: string): Schema<number> => described({ kind: "number" }, description),
-  integer: (description?: string): Schema<number> => described({ kind: "integer" }, description),
+  number: (description?: string, bounds: Bounds = {}): Schema<number> =>
+    described({ kind: "number", ...bounds }, description),
+  integer: (description?: string, bounds: Bounds = {}): Schema<number> =>
+    described({ kind: "integer", ...bounds }, description),
   boolean: (description?: string): Schema<boolean> => described({ kind: "boolean" }, description),
   array: <T>(items: Schema<T>, description?: string): Schema<T[]> =>
     described({ kind: "array", items }, description),
@@ -99,6 +107,17 @@ function fieldPath(parent: string, key: string): string {
   return parent === "" ? key : `${parent}.${key}`;
 }
 
+/** 类型对了还要在范围里：offset: 0 是整数，却不是一个行号。 */
+function withinBounds(bounds: Bounds, value: number, path: string): number {
+  if (bounds.minimum !== undefined && value < bounds.minimum) {
+    throw new SchemaError(path, `应当不小于 ${bounds.minimum}，实际是 ${value}`);
+  }
+  if (bounds.maximum !== undefined && value > bounds.maximum) {
+    throw new SchemaError(path, `应当不大于 ${bounds.maximum}，实际是 ${value}`);
+  }
+  return value;
+}
+
 function parseObject(
   node: Extract<SchemaNode, { kind: "object" }>,
   value: unknown,
@@ -123,9 +142,11 @@ function parseNode(node: SchemaNode, value: unknown, path: string): unknown {
     case "string":
       return typeof value === "string" ? value : expected(path, "字符串", value);
     case "number":
-      return typeof value === "number" && Number.isFinite(value) ? value : expected(path, "数字", value);
+      if (typeof value !== "number" || !Number.isFinite(value)) return expected(path, "数字", value);
+      return withinBounds(node, value, path);
     case "integer":
-      return Number.isInteger(value) ? value : expected(path, "整数", value);
+      if (typeof value !== "number" || !Number.isInteger(value)) return expected(path, "整数", value);
+      return withinBounds(node, value, path);
     case "boolean":
       return typeof value === "boolean" ? value : expected(path, " true 或 false", value);
     case "array":
@@ -153,6 +174,14 @@ export function parse<T>(schema: Schema<T>, value: unknown): T {
 // ── 翻译：schema → 发给 Provider 的 JSON Schema ─────────────────
 
 // #region lab 6.1 辅助
+/** 只写出给了的端点：没有 minimum 就没有这个键。 */
+function boundsOf(bounds: Bounds): JsonSchema {
+  const json: JsonSchema = {};
+  if (bounds.minimum !== undefined) json.minimum = bounds.minimum;
+  if (bounds.maximum !== undefined) json.maximum = bounds.maximum;
+  return json;
+}
+
 function withDescription(json: JsonSchema, node: { description?: string }): JsonSchema {
   return node.description === undefined ? json : { ...json, description: node.description };
 }
@@ -162,10 +191,11 @@ export function toJsonSchema(schema: SchemaNode): JsonSchema {
   // #region lab 6.1
   switch (schema.kind) {
     case "string":
-    case "number":
-    case "integer":
     case "boolean":
       return withDescription({ type: schema.kind }, schema);
+    case "number":
+    case "integer":
+      return withDescription({ type: schema.kind, ...boundsOf(schema) }, schema);
     case "array":
       return withDescription({ type: "array", items: toJsonSchema(schema.items) }, schema);
     case "object": {

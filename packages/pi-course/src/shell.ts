@@ -1,9 +1,11 @@
 /**
  * 在工作区里跑一条 shell 命令：有超时、可取消、输出有上限。
  * 命令会派生出自己的子进程，所以超时和取消终止的是整个进程组，而不只是那个 sh。
+ * 结果在有限的时间里交出：sh 退出后管道只再等一小会儿，组里剩下的进程一律结束。
  */
 
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcessByStdio } from "node:child_process";
+import type { Readable } from "node:stream";
 
 import { tailOfBytes } from "./truncate.js";
 
@@ -17,7 +19,14 @@ export interface CommandOptions {
   /** 输出最多保留多少字节（只留尾部）。 */
   maxOutputBytes: number;
   signal?: AbortSignal;
+  /** SIGTERM 之后等多久仍未退出就 SIGKILL；默认 1000 毫秒。 */
+  killGraceMs?: number;
+  /** sh 退出之后，等别的进程松开输出管道的最长时间；默认 200 毫秒。 */
+  drainMs?: number;
 }
+
+const DEFAULT_KILL_GRACE_MS = 1_000;
+const DEFAULT_DRAIN_MS = 200;
 
 /** exited：自己结束；timedOut：我们到点终止；cancelled：调用方取消。三者对模型意味着不同的下一步。 */
 export type CommandStatus = "exited" | "timedOut" | "cancelled";
@@ -66,14 +75,39 @@ class OutputTail {
 
 // ── 进程 ────────────────────────────────────────────────────────
 
-/** 负 pid 表示整个进程组：sh 和它派生的后台进程一起结束。 */
-function killGroup(pid: number | undefined): void {
+/** 负 pid 表示整个进程组：sh 和它派生的后台进程一起收到信号。 */
+function signalGroup(pid: number | undefined, signal: NodeJS.Signals): void {
   if (pid === undefined) return;
   try {
-    process.kill(-pid, "SIGKILL");
+    process.kill(-pid, signal);
   } catch {
     // 进程组已经全部退出：没有东西可杀。
   }
+}
+
+/** 先礼后兵：SIGTERM 给命令收尾的机会，过了宽限期还在就 SIGKILL。返回取消升级的函数。 */
+function terminateGroup(pid: number | undefined, graceMs: number): () => void {
+  signalGroup(pid, "SIGTERM");
+  const escalation = setTimeout(() => signalGroup(pid, "SIGKILL"), graceMs);
+  return () => clearTimeout(escalation);
+}
+
+/**
+ * sh 已经退出：管道最多再等 drainMs，然后由我们关掉。
+ * 用 setsid 逃出进程组的孙进程可以一直握着管道；只等 close 的话，它活多久调用就卡多久。
+ */
+function drainPipes(child: ChildProcessByStdio<null, Readable, Readable>, drainMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      child.stdout.destroy();
+      child.stderr.destroy();
+      resolve();
+    }, drainMs);
+    child.once("close", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 function notStarted(): CommandResult {
@@ -82,13 +116,15 @@ function notStarted(): CommandResult {
 // #endregion
 
 /**
- * 用 /bin/sh 执行命令，等到输出管道全部关闭才交出结果。
- * 只等 sh 退出是不够的：留在后台的孙进程还握着管道，也还在改文件。
+ * 用 /bin/sh 执行命令。等的是 sh 自己的 exit，再给管道一个很短的排空窗口；
+ * 交出结果之前，进程组里还活着的进程（例如 `sleep 9 >/dev/null &`）全部 SIGKILL：
+ * 调用结束之后，它启动的东西不能还在后台改文件。
  */
 export function runCommand(command: string, options: CommandOptions): Promise<CommandResult> {
   // #region lab 8.3
   // 已取消的调用不能留下任何副作用，连进程都不要启动。
   if (options.signal?.aborted) return Promise.resolve(notStarted());
+  const graceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
   return new Promise((resolve, reject) => {
     // detached：子进程自成一个进程组，组号就是它的 pid。
     const child = spawn("/bin/sh", ["-c", command], {
@@ -98,15 +134,17 @@ export function runCommand(command: string, options: CommandOptions): Promise<Co
     });
     const output = new OutputTail(options.maxOutputBytes);
     let status: CommandStatus = "exited";
+    let cancelEscalation = () => {};
     const stop = (reason: CommandStatus) => {
       if (status !== "exited") return;
       status = reason;
-      killGroup(child.pid);
+      cancelEscalation = terminateGroup(child.pid, graceMs);
     };
     const timer = setTimeout(() => stop("timedOut"), options.timeoutMs);
     const onAbort = () => stop("cancelled");
     options.signal?.addEventListener("abort", onAbort, { once: true });
-    const cleanup = () => {
+    // sh 一退出，超时和取消就不再有意义：结局已经定了。
+    const stopWatching = () => {
       clearTimeout(timer);
       options.signal?.removeEventListener("abort", onAbort);
     };
@@ -114,14 +152,20 @@ export function runCommand(command: string, options: CommandOptions): Promise<Co
     child.stdout.on("data", (chunk: Buffer) => output.push(chunk));
     child.stderr.on("data", (chunk: Buffer) => output.push(chunk));
     child.once("error", (error) => {
-      cleanup();
+      stopWatching();
+      cancelEscalation();
       reject(error);
     });
-    child.once("close", (code) => {
-      cleanup();
-      const truncated = output.total > options.maxOutputBytes;
+    child.once("exit", (code) => {
+      stopWatching();
       const exitCode = status === "exited" ? code : null;
-      resolve({ status, exitCode, output: output.text(), totalBytes: output.total, truncated, spawned: true });
+      void drainPipes(child, options.drainMs ?? DEFAULT_DRAIN_MS).then(() => {
+        // 组里剩下的进程没有人再等它们的输出了：交出结果之前全部结束。
+        signalGroup(child.pid, "SIGKILL");
+        cancelEscalation();
+        const truncated = output.total > options.maxOutputBytes;
+        resolve({ status, exitCode, output: output.text(), totalBytes: output.total, truncated, spawned: true });
+      });
     });
   });
   // #endregion

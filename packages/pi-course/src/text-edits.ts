@@ -10,7 +10,7 @@ export interface TextEdit {
   newText: string;
 }
 
-export type EditErrorCode = "NO_EDITS" | "EMPTY_OLD_TEXT" | "NOT_FOUND" | "AMBIGUOUS" | "OVERLAP";
+export type EditErrorCode = "NOT_UTF8" | "NO_EDITS" | "EMPTY_OLD_TEXT" | "NOT_FOUND" | "AMBIGUOUS" | "OVERLAP";
 
 export class EditError extends Error {
   constructor(
@@ -20,6 +20,25 @@ export class EditError extends Error {
     super(message);
     this.name = "EditError";
   }
+}
+
+// #region lab 8.2 辅助
+// fatal：遇到非法字节就抛出，而不是悄悄换成 U+FFFD；ignoreBOM：BOM 留在文字里，写回时原样保留。
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+// #endregion
+
+/**
+ * edit 只改它看得懂的文本。宽松解码会把非法字节换成 U+FFFD，写回时就改掉了没人要求改的字节
+ * （例如 Latin-1 的 é，0xE9，会变成 EF BF BD），所以不是有效 UTF-8 的文件整体拒绝。
+ */
+export function decodeUtf8Strict(bytes: Uint8Array): string {
+  // #region lab 8.2
+  try {
+    return strictUtf8.decode(bytes);
+  } catch {
+    throw new EditError("NOT_UTF8", "文件不是有效的 UTF-8 文本：edit 只改文本，不会替换它看不懂的字节。");
+  }
+  // #endregion
 }
 
 // #region lab 8.2 辅助

@@ -11,6 +11,7 @@
  *                      它自己从不抛出。
  *
  * 写工具的人只需要：成功就返回 ToolOutput；失败就 throw（或 reject）一个说清原因的 Error。
+ * 失败时还想交回结构化信息（例如退出码），就返回 isError: true 的 ToolOutput：抛出会丢掉 details。
  */
 
 import { parse, SchemaError, toJsonSchema, type Schema } from "./schema.js";
@@ -23,6 +24,8 @@ export interface ToolOutput<TDetails = unknown> {
   content: TextContent[];
   /** 给程序看的结构化信息（例如 diff、退出码），不会发给模型。 */
   details?: TDetails;
+  /** 工具自己判定这次失败了，但 details 仍然有用：结果照样是 isError，details 原样保留。 */
+  isError?: boolean;
 }
 
 export interface ToolContext {
@@ -176,7 +179,7 @@ export async function executeToolCall(
   };
   try {
     const output = await tool.execute(args, context);
-    return resultMessage(call, output, false, now);
+    return resultMessage(call, output, output.isError === true, now);
   } catch (error) {
     return failure(call, `工具 ${call.name} 执行失败：${errorMessageOf(error)}`, { kind: "execution_failed" }, now);
   } finally {

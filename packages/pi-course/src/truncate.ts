@@ -83,6 +83,23 @@ export function windowNotice(window: ReadWindow, maxBytes: number): string | und
   // #endregion
 }
 
+/**
+ * 上限管的是模型读到的全部文字，续读说明也算在内：正文加说明放不下，就少给几行。
+ * 说明的长度随行号变化，所以按超出的字节数收紧正文的预算，直到放得下，或一行也不剩。
+ */
+export function windowWithNotice(content: string, request: WindowRequest): { body: string; window: ReadWindow } {
+  // #region lab 8.1
+  for (let budget = request.maxBytes; ; ) {
+    const window = readWindow(content, { ...request, maxBytes: budget });
+    const notice = windowNotice(window, request.maxBytes);
+    const body = notice === undefined ? window.text : `${window.text}\n\n${notice}`;
+    const overflow = Buffer.byteLength(body, "utf8") - request.maxBytes;
+    if (overflow <= 0 || window.lastLine < window.firstLine) return { body, window };
+    budget -= overflow;
+  }
+  // #endregion
+}
+
 // ── 输出尾部（bash 用）─────────────────────────────────────────
 
 /**

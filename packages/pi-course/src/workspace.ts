@@ -3,6 +3,7 @@
  * 模型写出的路径先折叠 `..`，再顺着符号链接解析到真实位置；两步之后仍在根目录里才算数。
  */
 
+import { realpathSync } from "node:fs";
 import { lstat, realpath } from "node:fs/promises";
 import path from "node:path";
 
@@ -81,6 +82,25 @@ export class Workspace {
     const absolute = path.resolve(this.root, input);
     if (!isInside(this.root, absolute)) throw outside(input);
     return absolute;
+    // #endregion
+  }
+
+  /**
+   * 变更队列的 key：同一个文件的两个名字（例如符号链接 alias.txt → a.txt）必须排进同一条队伍。
+   * 所以 key 是真实路径：最近的已存在祖先的 realpath，接上还不存在的那几段。
+   * 同步计算，是为了在第一个 await 之前入队：并发的调用按发起顺序排队。
+   */
+  queueKey(input: string): string {
+    // #region lab 8.2
+    const absolute = this.lexicalPath(input);
+    for (let existing = absolute; ; existing = path.dirname(existing)) {
+      try {
+        return path.join(realpathSync(existing), path.relative(existing, absolute));
+      } catch (error) {
+        // 走到根目录仍解析不了（不该发生），就退回字面路径：排队只影响先后，不影响越界检查。
+        if (!isMissing(error) || existing === path.dirname(existing)) return absolute;
+      }
+    }
     // #endregion
   }
 

@@ -135,6 +135,26 @@ test("6.1 toJsonSchema 生成发给 Provider 的 JSON Schema：可选字段不�
   });
 });
 
+test("6.1 minimum/maximum 写进 JSON Schema，parse 照同一份数字拒绝越界的值", () => {
+  const pageParams = s.object({
+    offset: s.integer("从第几行开始读", { minimum: 1 }),
+    ratio: s.optional(s.number(undefined, { minimum: 0, maximum: 1 })),
+  });
+
+  assert.deepEqual(toJsonSchema(pageParams), {
+    type: "object",
+    properties: {
+      offset: { type: "integer", minimum: 1, description: "从第几行开始读" },
+      ratio: { type: "number", minimum: 0, maximum: 1 },
+    },
+    required: ["offset"],
+    additionalProperties: false,
+  });
+  assert.deepEqual(parse(pageParams, { offset: 1, ratio: 1 }), { offset: 1, ratio: 1 }, "端点本身在范围里");
+  assert.throws(() => parse(pageParams, { offset: 0 }), { name: "SchemaError", path: "offset", message: "offset 应当不小于 1，实际是 0" });
+  assert.throws(() => parse(pageParams, { offset: 2, ratio: 1.5 }), { name: "SchemaError", path: "ratio", message: "ratio 应当不大于 1，实际是 1.5" });
+});
+
 // ── 实践 6.2 ────────────────────────────────────────────────────
 
 test("6.2 definitions() 按登记顺序只交出 name、description 和 JSON Schema", () => {
@@ -272,6 +292,30 @@ test("6.3 工具同步抛出、异步 reject 或抛出非 Error 的值，都变�
     ],
   );
   assert.deepEqual(results[0]?.details, { kind: "execution_failed" });
+});
+
+test("6.3 工具可以不抛出地报告失败：isError 的 ToolOutput 变成错误结果，details 原样保留", { timeout: 1_000 }, async () => {
+  // 抛出只能带一句话；命令的退出码这类信息要靠 details 交给程序。
+  const check = defineTool({
+    name: "check",
+    description: "跑检查",
+    parameters: s.object({}),
+    async execute() {
+      return { content: [text("检查没通过")], details: { exitCode: 3 }, isError: true };
+    },
+  });
+
+  const result = await executeToolCall(new ToolRegistry([check]), callOf("check", {}, "call_5"), liveOptions());
+
+  assert.deepEqual(result, {
+    role: "toolResult",
+    toolCallId: "call_5",
+    toolName: "check",
+    content: [text("检查没通过")],
+    isError: true,
+    details: { exitCode: 3 },
+    timestamp: 2_000,
+  });
 });
 
 test("6.3 已取消的调用不再执行工具；结果交出之后迟到的进度汇报不再转发", { timeout: 1_000 }, async () => {

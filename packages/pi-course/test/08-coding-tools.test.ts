@@ -1,11 +1,13 @@
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { spawnSync } from "node:child_process";
+import { constants, existsSync } from "node:fs";
+import { chmod, link, mkdir, mkdtemp, open, readdir, readFile, rename, rm, stat, symlink, unlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import test from "node:test";
 
 import { runAgentLoop } from "../src/agent-loop.js";
+import { readRegularFile, writeFileAtomic } from "../src/file-io.js";
 import {
   bashTool,
   codingTools,
@@ -17,7 +19,7 @@ import {
 } from "../src/coding-tools.js";
 import { MutationQueue } from "../src/mutation-queue.js";
 import { ScriptedModel, type ScriptedTurn } from "../src/scripted-model.js";
-import { runCommand } from "../src/shell.js";
+import { runCommand, type CommandResult } from "../src/shell.js";
 import { executeToolCall, ToolRegistry, type AgentTool } from "../src/tools.js";
 import { text, textOf, userMessage, type ToolCall, type ToolResultMessage } from "../src/types.js";
 import { Workspace, WorkspaceError } from "../src/workspace.js";
@@ -130,21 +132,22 @@ test("8.1 read 按 offset/limit 取一段整行，没读完时告诉模型用哪
   });
 });
 
-test("8.1 read 的字节上限按 UTF-8 计，只在行与行之间截断", { timeout: 2_000 }, async () => {
+test("8.1 read 的字节上限按 UTF-8 计，只在行与行之间截断，续读说明也算在上限里", { timeout: 2_000 }, async () => {
   await withSandbox(async ({ root, workspace }) => {
-    // 每行 "第N行：你好" 是 3 + 1 + 3 + 3 + 6 = 16 字节；上限 40 放得下两行（16 + 1 + 16），放不下第三行。
-    await writeFile(path.join(root, "zh.txt"), linesOf(6, (i) => `第${i}行：你好`));
-    const read = readTool(workspace, 40);
+    // 每行 "第N行：你好" 是 16 字节（第10行起 17 字节），续读说明 95 字节。上限 140 放得下
+    // 两行加说明（16 + 1 + 16 + 2 + 95 = 130），放不下三行（147）；不算说明的话能放下八行。
+    await writeFile(path.join(root, "zh.txt"), linesOf(20, (i) => `第${i}行：你好`));
+    const read = readTool(workspace, 140);
 
     const first = okText(await call(read, { path: "zh.txt" }));
     const [body = "", notice = ""] = first.split("\n\n");
     assert.deepEqual(body.split("\n"), ["第1行：你好", "第2行：你好"]);
-    assert.ok(Buffer.byteLength(body, "utf8") <= 40, "窗口里的文字不能超过字节上限");
-    assert.equal(notice, "[已显示第 1-2 行，共 6 行（达到 40 字节上限）。用 offset=3 继续读取。]");
+    assert.ok(Buffer.byteLength(first, "utf8") <= 140, "正文加续读说明不能超过字节上限");
+    assert.equal(notice, "[已显示第 1-2 行，共 20 行（达到 140 字节上限）。用 offset=3 继续读取。]");
 
-    await writeFile(path.join(root, "wide.txt"), `${"长".repeat(30)}\nshort\n`);
+    await writeFile(path.join(root, "wide.txt"), `${"长".repeat(60)}\nshort\n`);
     const wide = okText(await call(read, { path: "wide.txt" }));
-    assert.match(wide, /第 1 行超过 40 字节的单次读取上限，无法整行显示/);
+    assert.match(wide, /第 1 行超过 140 字节的单次读取上限，无法整行显示/);
     assert.ok(!wide.includes("长"), "放不下的一行整行略过，不交出半行");
   });
 });
@@ -160,6 +163,39 @@ test("8.1 越界路径、不存在的文件和超出末尾的 offset 都变成�
     assert.ok(!escaped.includes("top secret"), "越界文件的内容一个字也不能出现");
     assert.match(errorText(await call(read, { path: "nope.txt" })), /文件 nope\.txt 不存在/);
     assert.match(errorText(await call(read, { path: "short.txt", offset: 9 })), /offset=9 超出了文件末尾：文件只有 3 行/);
+  });
+});
+
+test("8.1 read 只打开普通文件：FIFO 立即被拒绝，检查之后被换成符号链接的文件不跟随", { timeout: 2_000 }, async () => {
+  await withSandbox(async ({ root, outside, workspace }) => {
+    // 没有写入方的 FIFO：普通的 open 会在这里一直等下去。
+    const fifo = path.join(root, "pipe");
+    assert.equal(spawnSync("mkfifo", [fifo]).status, 0, "需要 mkfifo 命令来造一个 FIFO");
+    // 保险：300 毫秒后以写方打开一次，卡在 open 里的实现会读到空内容，测试照样失败，而不是整个进程挂住。
+    const unblock = setTimeout(() => void open(fifo, constants.O_WRONLY | constants.O_NONBLOCK).then((handle) => handle.close(), () => {}), 300);
+    const result = await call(readTool(workspace), { path: "pipe" });
+    clearTimeout(unblock);
+    assert.match(errorText(result), /pipe 不是普通文件/);
+
+    // 检查时还是普通文件，打开前被换成指向外面的链接。
+    await writeFile(path.join(outside, "secret.txt"), "top secret\n");
+    await writeFile(path.join(root, "a.txt"), "inside\n");
+    const checked = await workspace.resolveExisting("a.txt");
+    await unlink(checked);
+    await symlink(path.join(outside, "secret.txt"), checked);
+    await assert.rejects(readRegularFile(checked, 1_024, "a.txt"), /a\.txt 在检查之后被换成了别的东西/);
+  });
+});
+
+test("8.1 超过单文件上限的文件不整个读进内存，结果说明怎样读其中一段", { timeout: 2_000 }, async () => {
+  await withSandbox(async ({ root, workspace }) => {
+    await writeFile(path.join(root, "big.log"), linesOf(200));
+    const read = readTool(workspace, 200, 1_000);
+
+    const refused = errorText(await call(read, { path: "big.log", limit: 1 }));
+    assert.match(refused, /big\.log 有 \d+ 字节，超过单个文件 1000 字节的上限/);
+    assert.match(refused, /head、tail 或 sed -n/);
+    assert.equal(okText(await call(readTool(workspace, 200, 10_000), { path: "big.log", limit: 1 })), "line 1\n\n[已显示第 1-1 行，共 200 行。用 offset=2 继续读取。]");
   });
 });
 
@@ -286,18 +322,108 @@ test("8.2 同一文件上两次并发的 edit 都生效，并且按调用顺序�
   });
 });
 
+test("8.2 write 与 edit 原子地替换文件：经同目录的临时文件 rename 到位，保留权限位，不留临时文件；硬链接的另一个名字保留旧内容", { timeout: 2_000 }, async () => {
+  await withSandbox(async ({ root, workspace }) => {
+    const queue = new MutationQueue();
+    const script = path.join(root, "check.sh");
+    await writeFile(script, "echo old\n");
+    await chmod(script, 0o755);
+    await link(script, path.join(root, "check-copy.sh"));
+    const before = await stat(script);
+
+    okText(await call(writeTool(workspace, queue), { path: "check.sh", content: "echo new\n" }));
+    const afterWrite = await stat(script);
+    assert.notEqual(afterWrite.ino, before.ino, "新内容应当是 rename 到位的另一个文件，而不是原地截断重写");
+    assert.equal(afterWrite.mode & 0o777, 0o755, "覆盖可执行脚本之后它仍然可执行");
+    assert.equal(await readFile(path.join(root, "check-copy.sh"), "utf8"), "echo old\n", "硬链接的另一个名字仍指向旧内容");
+
+    okText(await call(editTool(workspace, queue), { path: "check.sh", edits: [{ oldText: "new", newText: "edited" }] }));
+    assert.notEqual((await stat(script)).ino, afterWrite.ino, "edit 同样经临时文件 rename 到位");
+    assert.equal(await readFile(script, "utf8"), "echo edited\n");
+    assert.deepEqual((await readdir(root)).sort(), ["check-copy.sh", "check.sh"], "不留下临时文件");
+  });
+});
+
+test("8.2 edit 拒绝不是有效 UTF-8 的文件，一个字节也不改", { timeout: 2_000 }, async () => {
+  await withSandbox(async ({ root, workspace }) => {
+    // Latin-1 写的 "café = 1"：0xE9 单独出现不是合法的 UTF-8。
+    const original = Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x20, 0x3d, 0x20, 0x31, 0x0a]);
+    await writeFile(path.join(root, "latin1.txt"), original);
+
+    const result = await call(editTool(workspace, new MutationQueue()), { path: "latin1.txt", edits: [{ oldText: "1", newText: "2" }] });
+    assert.match(errorText(result), /latin1\.txt 没有改动：文件不是有效的 UTF-8 文本/);
+    assert.deepEqual(await readFile(path.join(root, "latin1.txt")), original);
+  });
+});
+
+test("8.2 同一文件的两个名字（符号链接）排在同一条队伍里，并发的 edit 都生效", { timeout: 2_000 }, async () => {
+  await withSandbox(async ({ root, workspace }) => {
+    await writeFile(path.join(root, "counter.txt"), "count = 1\n");
+    await symlink(path.join(root, "counter.txt"), path.join(root, "alias.txt"));
+    const edit = editTool(workspace, new MutationQueue());
+
+    const [first, second] = await Promise.all([
+      call(edit, { path: "counter.txt", edits: [{ oldText: "count = 1", newText: "count = 2" }] }),
+      call(edit, { path: "alias.txt", edits: [{ oldText: "count = 2", newText: "count = 3" }] }),
+    ]);
+    okText(first);
+    okText(second);
+    assert.equal(await readFile(path.join(root, "counter.txt"), "utf8"), "count = 3\n");
+  });
+});
+
+test("8.2 检查之后父目录被换成指向外面的链接：写入时再确认，外面什么也不留下", { timeout: 2_000 }, async () => {
+  await withSandbox(async ({ root, outside }) => {
+    await mkdir(path.join(root, "notes"));
+    // resolveWritable("notes/todo.md") 检查时交出的就是这个真实路径。
+    const checked = path.join(root, "notes", "todo.md");
+    await rename(path.join(root, "notes"), path.join(root, "notes-old"));
+    await symlink(outside, path.join(root, "notes"));
+
+    await assert.rejects(writeFileAtomic(checked, "- 越界\n", "notes/todo.md"), /notes\/todo\.md 在检查之后被换成了别的东西/);
+    assert.deepEqual(await readdir(outside), [], "外面不能留下目标文件或临时文件");
+  });
+});
+
+test("8.2 edits 为空或 oldText 是空串都整体拒绝；newText 为空串就是删除；write 不能覆盖目录", { timeout: 2_000 }, async () => {
+  await withSandbox(async (sandbox) => {
+    assert.match(await failedEdit(sandbox, []), /config\.txt 没有改动：edits 是空数组/);
+    assert.match(await failedEdit(sandbox, [{ oldText: "", newText: "x" }]), /config\.txt 没有改动：edits\[0\] 的 oldText 是空串/);
+
+    const { root, workspace } = sandbox;
+    const queue = new MutationQueue();
+    okText(await call(editTool(workspace, queue), { path: "config.txt", edits: [{ oldText: "retries = 3\n", newText: "" }] }));
+    assert.equal(await readFile(path.join(root, "config.txt"), "utf8"), "mode = fast\nmode = fast\n");
+
+    await mkdir(path.join(root, "docs"));
+    await writeFile(path.join(root, "docs", "keep.md"), "keep\n");
+    const refused = errorText(await call(writeTool(workspace, queue), { path: "docs", content: "x" }));
+    assert.match(refused, /docs 不是普通文件/);
+    assert.ok(!refused.includes("    at "), "错误结果里不能有调用栈");
+    assert.deepEqual(await readdir(path.join(root, "docs")), ["keep.md"], "目录和它里面的文件都不受影响");
+  });
+});
+
 // ── 实践 8.3（需要 POSIX shell：/bin/sh）────────────────────────
 
 const quick = { timeoutMs: 5_000, maxOutputBytes: 4_096 };
+
+/** bash 结果里给程序看的那几项：成功和失败都应当有。 */
+function commandDetails(result: ToolResultMessage): Pick<CommandResult, "status" | "exitCode" | "truncated"> {
+  const details = result.details as Partial<CommandResult> | undefined;
+  return { status: details?.status as CommandResult["status"], exitCode: details?.exitCode ?? null, truncated: details?.truncated ?? false };
+}
 
 test("8.3 bash 在工作区根目录里运行并报告退出码，非零退出码是错误结果", { timeout: 3_000 }, async () => {
   await withSandbox(async ({ root, workspace }) => {
     const bash = bashTool(workspace, bashLimits());
 
     assert.equal(okText(await call(bash, { command: "pwd" })), `${root}\n\n[退出码 0]`);
-    const failed = errorText(await call(bash, { command: "echo 检查没通过 >&2; exit 3" }));
+    const failedResult = await call(bash, { command: "echo 检查没通过 >&2; exit 3" });
+    const failed = errorText(failedResult);
     assert.match(failed, /检查没通过/);
     assert.match(failed, /\[退出码 3\]$/);
+    assert.deepEqual(commandDetails(failedResult), { status: "exited", exitCode: 3, truncated: false }, "失败的结果也带着结构化的 details");
   });
 });
 
@@ -314,8 +440,13 @@ test("8.3 输出超过上限时只留结尾的完整字符，并写明一共多�
     assert.ok(result.output.endsWith("第 500 行\n"), "保留的是输出的结尾");
     assert.ok(!result.output.includes("\uFFFD"), "截断点不能切开多字节字符");
 
-    const bash = bashTool(await Workspace.open(root), bashLimits({ bashMaxOutputBytes: 100 }));
-    assert.match(okText(await call(bash, { command })), /\[输出共 \d+ 字节，超过 100 字节上限，只保留了结尾部分。\]/);
+    const bash = bashTool(await Workspace.open(root), bashLimits({ bashMaxOutputBytes: 200 }));
+    const toolResult = await call(bash, { command });
+    const report = okText(toolResult);
+    assert.match(report, /\[输出共 \d+ 字节，连同说明超过 200 字节上限，只保留了结尾部分。\]/);
+    assert.ok(Buffer.byteLength(report, "utf8") <= 200, `截断说明也算在上限里，实际 ${Buffer.byteLength(report, "utf8")} 字节`);
+    assert.ok(!report.includes("\uFFFD"), "截断点不能切开多字节字符");
+    assert.deepEqual(commandDetails(toolResult), { status: "exited", exitCode: 0, truncated: true });
   });
 });
 
@@ -332,6 +463,7 @@ test("8.3 超时终止整个进程组：留在后台的孙进程不会拖住结�
     assert.equal(result.exitCode, null);
     assert.equal(result.output, "开始\n");
     assert.match(errorText(toolResult), /命令超过 100 毫秒仍未结束，已终止它的整个进程组/);
+    assert.deepEqual(commandDetails(toolResult), { status: "timedOut", exitCode: null, truncated: false });
   });
 });
 
@@ -353,6 +485,87 @@ test("8.3 取消与超时是两种结局：取消同样终止进程组，结果�
     assert.equal(result.spawned, true);
     assert.equal(result.exitCode, null);
     assert.match(errorText(toolResult), /命令被取消，已终止它的整个进程组/);
+    assert.deepEqual(commandDetails(toolResult), { status: "cancelled", exitCode: null, truncated: false });
+  });
+});
+
+/** 等命令在工作区里写出 name 这个文件（它借此说“我准备好了”），交回文件内容。 */
+async function readyFile(root: string, name: string): Promise<string> {
+  const file = path.join(root, name);
+  for (;;) {
+    const content = existsSync(file) ? await readFile(file, "utf8") : "";
+    if (content !== "") return content;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+test("8.3 取消与超时先发 SIGTERM 让命令收尾；不理会 SIGTERM 的命令过了宽限期被 SIGKILL", { timeout: 2_000 }, async () => {
+  await withSandbox(async ({ root }) => {
+    const controller = new AbortController();
+    const options = { ...quick, cwd: root, killGraceMs: 50, drainMs: 30, signal: controller.signal };
+    // 两条命令都先装好 trap，再写下 ready 文件：信号一定在 trap 之后才到。
+    const polite = runCommand('trap "echo 收到 TERM，正在收尾; exit 0" TERM; echo 1 > polite.ready; sleep 5 & wait', options);
+    const stubborn = runCommand('trap "" TERM; echo 1 > stubborn.ready; sleep 5', options);
+    await Promise.all([readyFile(root, "polite.ready"), readyFile(root, "stubborn.ready")]);
+    const started = Date.now();
+    controller.abort();
+
+    const [politeResult, stubbornResult] = await Promise.all([polite, stubborn]);
+    assert.equal(politeResult.status, "cancelled");
+    assert.match(politeResult.output, /收到 TERM，正在收尾/, "第一下应当是 SIGTERM，命令有机会收尾");
+    assert.equal(stubbornResult.status, "cancelled");
+    assert.ok(Date.now() - started < 1_000, `忽略 SIGTERM 的命令应当在宽限期后被 SIGKILL，实际用了 ${Date.now() - started} 毫秒`);
+  });
+});
+
+test("8.3 sh 退出后管道只再等一小会儿：换了进程组、握着管道的孙进程拖不住结果", { timeout: 3_000 }, async () => {
+  await withSandbox(async ({ root }) => {
+    const controller = new AbortController();
+    // perl 的 setpgrp 与 setsid 同理：孙进程离开命令的进程组，组信号到不了它；它继承了输出管道，
+    // 写下自己的 pid 之后睡 5 秒。
+    const holder = `perl -e 'setpgrp(0, 0); open(my $f, ">", shift) or die; print $f $$; close $f; exec @ARGV' holder.pid sleep 5 &`;
+    const running = runCommand(`${holder} sleep 5`, { ...quick, cwd: root, drainMs: 30, signal: controller.signal });
+    const holderPid = Number(await readyFile(root, "holder.pid"));
+    const started = Date.now();
+    controller.abort();
+
+    const result = await running;
+    const elapsed = Date.now() - started;
+    process.kill(holderPid, "SIGKILL");
+    assert.equal(result.status, "cancelled");
+    assert.ok(elapsed < 1_000, `握着管道的孙进程还要睡 5 秒，结果却等了 ${elapsed} 毫秒`);
+  });
+});
+
+/** 进程已经不在运行：kill(pid, 0) 报 ESRCH，或者只剩等待回收的僵尸（ps 显示 Z）。 */
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  const state = spawnSync("ps", ["-o", "stat=", "-p", String(pid)], { encoding: "utf8" }).stdout.trim();
+  return state !== "" && !state.startsWith("Z");
+}
+
+async function stopsRunningSoon(pid: number): Promise<boolean> {
+  for (let attempt = 0; attempt < 20; attempt += 1) {
+    if (!isRunning(pid)) return true;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return false;
+}
+
+test("8.3 命令正常退出后，它留在进程组里的后台进程也被结束", { timeout: 2_000 }, async () => {
+  await withSandbox(async ({ root }) => {
+    const result = await runCommand("sleep 5 >/dev/null 2>&1 & echo $!", { ...quick, cwd: root, drainMs: 50 });
+    const pid = Number(result.output.trim());
+
+    assert.equal(result.exitCode, 0);
+    assert.ok(Number.isInteger(pid) && pid > 0, `应当打印后台进程的 pid，实际输出 ${result.output}`);
+    const stopped = await stopsRunningSoon(pid);
+    if (!stopped) process.kill(pid, "SIGKILL");
+    assert.ok(stopped, "调用已经交出结果，它启动的 sleep 还在后台运行");
   });
 });
 
