@@ -346,7 +346,7 @@ test("5.2 一行或一个事件超过上限就抛出 SseLimitError，不等行�
 
 // ── 实践 5.3 ────────────────────────────────────────────────────
 
-test("5.3 README 往返对着真实 HTTP 服务器走完：请求带 Bearer key 发往 /chat/completions，怪异切块的回复被还原成文字、工具调用和 usage", { timeout: 2_000 }, async () => {
+test("5.3 README 往返对着真实 HTTP 服务器走完：请求带 Bearer key 发往 /chat/completions，怪异切块的回复被还原成文字、工具调用和 usage", { timeout: 5_000 }, async () => {
   const first = sseBody(
     { choices: [{ index: 0, delta: { role: "assistant", content: "" } }] },
     textChunk("我先读取"),
@@ -401,7 +401,7 @@ test("5.3 README 往返对着真实 HTTP 服务器走完：请求带 Bearer key 
   });
 });
 
-test("5.3 两个工具调用的参数片段交错到达，按 index 各自拼回；片段阶段只有原文，读完流才逐个 toolcall_end", { timeout: 2_000 }, async () => {
+test("5.3 两个工具调用的参数片段交错到达，按 index 各自拼回；片段阶段只有原文，读完流才逐个 toolcall_end", { timeout: 5_000 }, async () => {
   const body = sseBody(
     toolChunk(0, { id: "call_a", name: "read", arguments: "" }),
     toolChunk(1, { id: "call_b", name: "read", arguments: "" }),
@@ -478,7 +478,7 @@ test("5.3 两个工具调用的参数片段交错到达，按 index 各自拼回
   });
 });
 
-test("5.3 finish_reason 的映射：stop → stop，length → length，tool_calls → toolUse", { timeout: 2_000 }, async () => {
+test("5.3 finish_reason 的映射：stop → stop，length → length，tool_calls → toolUse", { timeout: 5_000 }, async () => {
   const cases: Array<{ finish: string; reason: StopReason; content: AssistantContent[]; reply: Chunk }> = [
     { finish: "stop", reason: "stop", content: [text("好的。")], reply: textChunk("好的。") },
     { finish: "length", reason: "length", content: [text("写到一半")], reply: textChunk("写到一半") },
@@ -507,7 +507,7 @@ test("5.3 finish_reason 的映射：stop → stop，length → length，tool_cal
   });
 });
 
-test("5.3 只等 result() 的消费者：一千个文字片段留下的 partial 共用已有的块，不是一千份越来越长的全文", { timeout: 2_000 }, async () => {
+test("5.3 只等 result() 的消费者：一千个文字片段留下的 partial 共用已有的块，不是一千份越来越长的全文", { timeout: 5_000 }, async () => {
   const piece = "0123456789abcdef".repeat(16);
   const body = sseBody(...Array.from({ length: 1_000 }, () => textChunk(piece)), finishChunk("stop"), "[DONE]");
   const reply: Reply = (res) => {
@@ -536,7 +536,7 @@ test("5.3 只等 result() 的消费者：一千个文字片段留下的 partial 
 
 // ── 实践 5.4 ────────────────────────────────────────────────────
 
-test("5.4 没收到或不认识 finish_reason 都以 error 结束，已经收到的文字留在消息里", { timeout: 2_000 }, async () => {
+test("5.4 没收到或不认识 finish_reason 都以 error 结束，已经收到的文字留在消息里", { timeout: 5_000 }, async () => {
   const replies = [
     sseReply(sseBody(textChunk("我先读"), "[DONE]")),
     sseReply(sseBody(textChunk("我先读"), finishChunk("content_filter"), "[DONE]")),
@@ -557,7 +557,7 @@ test("5.4 没收到或不认识 finish_reason 都以 error 结束，已经收到
   });
 });
 
-test("5.4 一块坏掉的 JSON 以 error 结束：之前拼好的文字不丢，之后的块不再处理", { timeout: 2_000 }, async () => {
+test("5.4 一块坏掉的 JSON 以 error 结束：之前拼好的文字不丢，之后的块不再处理", { timeout: 5_000 }, async () => {
   const body = sseBody(textChunk("我先读"), '{"choices": [', textChunk("不该出现"), finishChunk("stop"), "[DONE]");
   await withServer([sseReply(body)], async (baseUrl) => {
     const { events, message } = await call(modelAt(baseUrl), { messages: [question] });
@@ -568,7 +568,7 @@ test("5.4 一块坏掉的 JSON 以 error 结束：之前拼好的文字不丢，
   });
 });
 
-test("5.4 HTTP 错误状态以 error 结束：状态码写进 errorMessage，服务器回显的 key 被涂掉，请求体里也没有 key", { timeout: 2_000 }, async () => {
+test("5.4 HTTP 错误状态以 error 结束：状态码写进 errorMessage，服务器回显的 key 被涂掉，请求体里也没有 key", { timeout: 5_000 }, async () => {
   const echo: Reply = (res, seen) => {
     res.writeHead(401, { "content-type": "application/json" });
     res.end(JSON.stringify({ error: { message: `无效的凭据：${seen.headers.authorization ?? ""}` } }));
@@ -588,7 +588,7 @@ test("5.4 HTTP 错误状态以 error 结束：状态码写进 errorMessage，服
   });
 });
 
-test("5.4 连接中途被掐断或根本连不上，都以 error 结束：已收到的文字保留，stream() 不抛出，result() 不 reject", { timeout: 2_000 }, async () => {
+test("5.4 连接中途被掐断或根本连不上，都以 error 结束：已收到的文字保留，stream() 不抛出，result() 不 reject", { timeout: 5_000 }, async () => {
   const body = sseBody(textChunk("我先读"), textChunk("取项目")) + 'data: {"choices":[{"delta":{"content":"说';
   await withServer([sseReply(body, "drop")], async (baseUrl) => {
     const { events, message } = await call(modelAt(baseUrl), { messages: [question] });
@@ -611,7 +611,7 @@ test("5.4 连接中途被掐断或根本连不上，都以 error 结束：已收
   assert.ok((message.errorMessage ?? "").length > 0, "连不上时也要说明原因");
 });
 
-test("5.4 中途取消以 aborted 结束并保留已收到的文字；开始前就取消的请求不会发出去；等响应头时取消也立刻收场", { timeout: 2_000 }, async () => {
+test("5.4 中途取消以 aborted 结束并保留已收到的文字；开始前就取消的请求不会发出去；等响应头时取消也立刻收场", { timeout: 5_000 }, async () => {
   const silent: Reply = () => new Promise<void>(() => {});
   await withServer([sseReply(sseBody(textChunk("我先读")), "hang"), silent], async (baseUrl, seen) => {
     const model = modelAt(baseUrl);
@@ -648,7 +648,7 @@ test("5.4 中途取消以 aborted 结束并保留已收到的文字；开始前�
 
 // ── 实践 5.5 ────────────────────────────────────────────────────
 
-test("5.5 形状不对的 chunk 以 error 结束：choices 不是数组、content 不是字符串、工具片段没有 index，已拼好的文字留在消息里", { timeout: 2_000 }, async () => {
+test("5.5 形状不对的 chunk 以 error 结束：choices 不是数组、content 不是字符串、工具片段没有 index，已拼好的文字留在消息里", { timeout: 5_000 }, async () => {
   const cases: Array<{ bad: Chunk; problem: RegExp }> = [
     { bad: { choices: { 0: { delta: { content: "混进来" } } } }, problem: /choices 不是数组/ },
     { bad: { choices: [{ delta: { content: 42 } }] }, problem: /delta\.content 不是字符串/ },
@@ -668,7 +668,7 @@ test("5.5 形状不对的 chunk 以 error 结束：choices 不是数组、conten
   });
 });
 
-test("5.5 看门狗：不回响应头、或者流到一半不再送字节，过了 idleTimeoutMs 就以 error 结束，不用调用方取消", { timeout: 2_000 }, async () => {
+test("5.5 看门狗：不回响应头、或者流到一半不再送字节，过了 idleTimeoutMs 就以 error 结束，不用调用方取消", { timeout: 5_000 }, async () => {
   const silent: Reply = () => new Promise<void>(() => {});
   await withServer([silent, sseAtOnce(sseBody(textChunk("我先读")), "hang")], async (baseUrl) => {
     const model = new OpenAiCompatibleModel({ baseUrl, apiKey: KEY, model: MODEL, idleTimeoutMs: 250 });
@@ -686,7 +686,7 @@ test("5.5 看门狗：不回响应头、或者流到一半不再送字节，过�
   });
 });
 
-test("5.5 SSE 的一行超过上限就以 error 结束，不再往内存里堆；已收到的文字保留", { timeout: 2_000 }, async () => {
+test("5.5 SSE 的一行超过上限就以 error 结束，不再往内存里堆；已收到的文字保留", { timeout: 5_000 }, async () => {
   const reply: Reply = async (res) => {
     res.writeHead(200, { "content-type": "text/event-stream" });
     await new Promise<void>((resolve) => res.write(sseBody(textChunk("我先读")), () => resolve()));
@@ -704,7 +704,7 @@ test("5.5 SSE 的一行超过上限就以 error 结束，不再往内存里堆�
   });
 });
 
-test("5.5 几 MB 的 HTTP 错误页只留开头一段，key 先涂掉再截断", { timeout: 2_000 }, async () => {
+test("5.5 几 MB 的 HTTP 错误页只留开头一段，key 先涂掉再截断", { timeout: 5_000 }, async () => {
   // 正文送出 1 MB 多以后一直不结束：只有读够就放手的客户端才能回来。
   const page: Reply = (res, seen) => {
     res.writeHead(502, { "content-type": "text/html" });
@@ -720,7 +720,7 @@ test("5.5 几 MB 的 HTTP 错误页只留开头一段，key 先涂掉再截断",
   });
 });
 
-test("5.5 key 的每种样子都被涂掉：服务器回显的 URL 编码、base URL 里的 user:password、fetch 抛出的报错", { timeout: 2_000 }, async () => {
+test("5.5 key 的每种样子都被涂掉：服务器回显的 URL 编码、base URL 里的 user:password、fetch 抛出的报错", { timeout: 5_000 }, async () => {
   const oddKey = "sk/7f3a+DO NOT LEAK?";
   const encoded = encodeURIComponent(oddKey);
   const echo: Reply = (res, seen) => {
