@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, describe, test } from "node:test";
@@ -108,4 +109,22 @@ describe("settleHangs：按 Node 20、22 与 Node 24 起两种报告方式统一
     const tests = await settleHangs([failure], () => assert.fail("不该重跑"));
     assert.deepEqual(tests, [{ name: "x", file, ok: false, message: "boom", stack: "Error: boom\n    at /p/src/a.ts:1:1" }]);
   });
+});
+
+test("测试跑完后进程不退出（留下一个没关的服务器）：runner 在时限之后连进程组一起结束它，报告这个文件失败，不留下进程", { timeout: 30_000 }, async () => {
+  const file = path.join(work.dir, "open-handle.test.mjs");
+  writeFileSync(
+    file,
+    `import http from "node:http";\nimport { test } from "node:test";\ntest("通过，但留下一个开着的服务器", () => {});\nhttp.createServer().listen(0, "127.0.0.1");\n`,
+  );
+  const report = await runTests([file], { timeoutMs: 1_000 });
+  assert.deepEqual(
+    report.tests.filter((outcome) => outcome.name !== file).map((outcome) => [outcome.name, outcome.ok]),
+    [["通过，但留下一个开着的服务器", true]],
+  );
+  // 各版本的 Node 说法不同（20、22 自己取消这个文件，24 起由 runner 结束），结论相同：这个文件没通过
+  const fileLevel = report.tests.find((outcome) => outcome.name === file);
+  assert.equal(fileLevel?.ok, false, JSON.stringify(report.tests));
+  const left = spawnSync("pgrep", ["-f", file], { encoding: "utf8" });
+  assert.equal(left.stdout.trim(), "", "没有留下还在运行的测试进程");
 });

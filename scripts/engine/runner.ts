@@ -144,31 +144,79 @@ function runOnce(
   // 不继承套件的 NODE_OPTIONS（例如 tsx 加载器）；只打开源码映射：
   // run() 的测试子进程继承这个环境，有 .js.map 时错误堆栈直接指向 .ts 源码。
   env.NODE_OPTIONS = `--enable-source-maps --import=${TEST_GUARD}`;
+  const timeoutMs = options.timeoutMs ?? 60_000;
   return new Promise((resolve, reject) => {
+    // 驱动和它启动的测试进程自成一个进程组：收场时连组一起结束，一个不留。
     const child = spawn(process.execPath, [DRIVER, request], {
       env,
       stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
       ...(options.signal ? { signal: options.signal } : {}),
     });
+    const killGroup = () => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // 组已经不在了
+      }
+    };
+    options.signal?.addEventListener("abort", killGroup, { once: true });
+    process.once("exit", killGroup);
+    // 每项测试都有时限；超过时限还久久没有新的结果，说明测试进程在最后一项之后没有退出
+    // （例如学习者的代码留下了一个没关的连接）。这时结束整个组，把已经收到的结果交回去。
+    let lastOutput = Date.now();
+    let stalled = false;
+    const stallMs = timeoutMs + STALL_GRACE_MS;
+    const stallCheck = setInterval(() => {
+      if (Date.now() - lastOutput <= stallMs) return;
+      stalled = true;
+      killGroup();
+    }, 250);
     let stdout = "";
     let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+    child.stdout.on("data", (chunk: Buffer) => {
+      lastOutput = Date.now();
+      stdout += chunk.toString("utf8");
+    });
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
-    child.on("error", reject);
+    child.on("error", (error) => {
+      clearInterval(stallCheck);
+      reject(error);
+    });
     child.on("close", (code) => {
-      if (code !== 0) {
+      clearInterval(stallCheck);
+      process.off("exit", killGroup);
+      options.signal?.removeEventListener("abort", killGroup);
+      if (code !== 0 && !stalled) {
         reject(new Error(`测试驱动异常退出（${code}）：${stderr.trim()}`));
         return;
       }
       const records = stdout
         .split("\n")
         .filter((line) => line.trim() !== "")
-        .map((line) => reviveOutcome(JSON.parse(line) as DriverOutcome & { skipped: boolean }));
+        .flatMap((line) => {
+          try {
+            return [reviveOutcome(JSON.parse(line) as DriverOutcome & { skipped: boolean })];
+          } catch {
+            return []; // 被结束时写到一半的最后一行
+          }
+        });
       // 被名称过滤跳过的测试没有运行，不计入选中数。
-      resolve(records.filter((record) => !record.skipped).map(({ skipped: _skipped, ...outcome }) => outcome));
+      const outcomes: DriverOutcome[] = records.filter((record) => !record.skipped).map(({ skipped: _skipped, ...outcome }) => outcome);
+      if (stalled) {
+        for (const file of files) {
+          outcomes.push({ name: file, file, ok: false, message: STALLED_MESSAGE });
+        }
+      }
+      resolve(outcomes);
     });
   });
 }
+
+/** 超过单项时限之后再等多久没有新结果，就认定测试进程停在那里不会退出了。 */
+const STALL_GRACE_MS = 5_000;
+export const STALLED_MESSAGE = "测试文件跑完（或超时）之后没有退出：多半是留下了没关的连接、计时器或子进程，已结束它。";
 
 /** 一项测试挂住（等的 Promise 永远不兑现）时，不论哪个版本的 Node，verify 都给出这句话。 */
 export const HUNG_MESSAGE = "测试一直没有结束：它等待的 Promise 没有兑现（Node 20、22 在事件循环变空时取消它，Node 24 起等到时限到了才取消）。";

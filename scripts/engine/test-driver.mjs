@@ -11,6 +11,13 @@ import { failureOf } from "./test-records.mjs";
 
 const { files, pattern, timeoutMs } = JSON.parse(process.argv[2] ?? "{}");
 
+// runner.ts 让驱动自成一个进程组，终端的 Ctrl-C 不再直接送到这里；
+// 套件进程一没（父进程换了人），就连同测试进程一起结束，不留孤儿。
+const parentPid = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parentPid) process.kill(-process.pid, "SIGKILL");
+}, 500).unref();
+
 // 测试子进程打开了源码映射（runner.ts 设的 --enable-source-maps）时，node:test 报告的 file
 // 是映射后的 .ts 源码路径。记录里一律写回被要求运行的那个文件，调用方才能按文件归类。
 const requested = new Map();
