@@ -9,13 +9,13 @@
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 
-import { readRegularFile, writeFileAtomic } from "./file-io.js";
+import { readFileWindow, readRegularFile, writeFileAtomic } from "./file-io.js";
 import { MutationQueue } from "./mutation-queue.js";
 import { s } from "./schema.js";
 import { runCommand, type CommandResult } from "./shell.js";
 import { EditError, applyEdits, decodeUtf8Strict } from "./text-edits.js";
 import { defineTool, type AgentTool, type ToolOutput } from "./tools.js";
-import { tailOfBytes, windowWithNotice } from "./truncate.js";
+import { tailOfBytes } from "./truncate.js";
 import { text } from "./types.js";
 import type { Workspace } from "./workspace.js";
 
@@ -24,7 +24,7 @@ import type { Workspace } from "./workspace.js";
 export interface CodingToolLimits {
   /** read 一次最多交回多少字节。 */
   readMaxBytes: number;
-  /** read 与 edit 最多把多大的文件读进内存；更大的文件请模型用 bash 取一段。 */
+  /** edit 最多把多大的文件整个读进内存（read 流式地只读一个窗口，不受它限制）。 */
   readMaxFileBytes: number;
   /** bash 命令最长运行多久。 */
   bashTimeoutMs: number;
@@ -52,20 +52,15 @@ const readParameters = s.object({
   limit: s.optional(s.integer("最多读几行")),
 });
 
-export function readTool(
-  workspace: Workspace,
-  maxBytes = DEFAULT_LIMITS.readMaxBytes,
-  maxFileBytes = DEFAULT_LIMITS.readMaxFileBytes,
-) {
+export function readTool(workspace: Workspace, maxBytes = DEFAULT_LIMITS.readMaxBytes) {
   return defineTool({
     name: "read",
     description: `读取工作区里的文本文件。一次最多返回 ${maxBytes} 字节的整行；没读完时结果末尾会写明用哪个 offset 继续。`,
     parameters: readParameters,
-    async execute({ path: input, offset, limit }) {
+    async execute({ path: input, offset, limit }, { signal }) {
       // #region lab 8.1
       const file = await workspace.resolveExisting(input);
-      const bytes = await readRegularFile(file, maxFileBytes, input);
-      const { body, window } = windowWithNotice(bytes.toString("utf8"), { offset, limit, maxBytes });
+      const { body, window } = await readFileWindow(file, { offset, limit, maxBytes }, input, signal);
       return output(body, window);
       // #endregion
     },
@@ -201,7 +196,7 @@ export function codingTools(workspace: Workspace, limits: Partial<CodingToolLimi
   const all = { ...DEFAULT_LIMITS, ...limits };
   const queue = new MutationQueue();
   return [
-    readTool(workspace, all.readMaxBytes, all.readMaxFileBytes),
+    readTool(workspace, all.readMaxBytes),
     writeTool(workspace, queue),
     editTool(workspace, queue, all.readMaxFileBytes),
     bashTool(workspace, all),

@@ -1,13 +1,16 @@
 /**
  * 文件读写的最后一道防线：工作区检查之后、真正打开文件之前，磁盘还可能在脚下变化。
- * 读：只打开普通文件，不跟随最后一段的符号链接，太大的文件不整个读进内存。
+ * 读：只打开普通文件，不跟随最后一段的符号链接；read 一块一块地读，窗口满了就停，文件多大都只占有限的内存；
+ * edit 要整个文件，所以只有它受单文件上限约束。
  * 写：先写同目录的临时文件，再 rename 到位；rename 之前确认目录还是检查过的那一个。
  */
 
 import { randomBytes } from "node:crypto";
 import { constants } from "node:fs";
-import { open, realpath, rename, stat, unlink } from "node:fs/promises";
+import { open, realpath, rename, stat, unlink, type FileHandle } from "node:fs/promises";
 import path from "node:path";
+
+import { collectWindow, windowWithNotice, type ReadWindow, type WindowRequest } from "./truncate.js";
 
 // ── 错误 ────────────────────────────────────────────────────────
 
@@ -35,13 +38,16 @@ function errorCode(error: unknown): string | undefined {
 
 // ── 读 ──────────────────────────────────────────────────────────
 
+/** read 每次向文件要多少字节：与窗口大小无关，只决定一次系统调用搬多少。 */
+export const READ_CHUNK_BYTES = 64 * 1024;
+
+// #region lab 8.1 辅助
 /**
- * 读一个普通文件的全部字节。
+ * 打开一个普通文件，交出句柄和打开时的大小。
  * O_NOFOLLOW：最后一段在检查之后被换成符号链接，open 直接失败（ELOOP），不会读到链接指向的外部文件。
  * O_NONBLOCK：FIFO 没有写入方时，普通的 open 会一直阻塞；带上它，open 立即返回，再由 fstat 拒绝。
  */
-export async function readRegularFile(file: string, maxFileBytes: number, input: string): Promise<Buffer> {
-  // #region lab 8.1
+async function openRegularFile(file: string, input: string): Promise<{ handle: FileHandle; size: number }> {
   const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = constants;
   let handle;
   try {
@@ -55,10 +61,56 @@ export async function readRegularFile(file: string, maxFileBytes: number, input:
     if (!info.isFile()) {
       throw new FileError("NOT_REGULAR_FILE", `${input} 不是普通文件（可能是目录、FIFO 或设备）：只能读写普通文件。`);
     }
-    if (info.size > maxFileBytes) {
+    return { handle, size: info.size };
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+}
+
+/** 从当前位置一块一块地读到文件末尾；消费方提前 return，生成器就此结束。取消在两块之间生效。 */
+async function* chunksOf(handle: FileHandle, input: string, signal: AbortSignal | undefined): AsyncGenerator<Uint8Array> {
+  // 只有一块缓冲区，每轮复用：collectWindow 会复制它要留下的字节。
+  const buffer = Buffer.allocUnsafe(READ_CHUNK_BYTES);
+  for (;;) {
+    if (signal?.aborted) throw new Error(`读取 ${input} 时调用被取消了，没有交出任何内容。`);
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, null);
+    if (bytesRead === 0) return;
+    yield buffer.subarray(0, bytesRead);
+  }
+}
+// #endregion
+
+/**
+ * read 的窗口：打开、流式地攒出整行窗口、加上续读说明、关闭。
+ * 窗口满了就不再读，所以开头几行立即返回；offset 指向深处时只数换行符，内存同样有上限。
+ */
+export async function readFileWindow(
+  file: string,
+  request: WindowRequest,
+  input: string,
+  signal?: AbortSignal,
+): Promise<{ body: string; window: ReadWindow }> {
+  // #region lab 8.1
+  const { handle, size } = await openRegularFile(file, input);
+  try {
+    const collected = await collectWindow(chunksOf(handle, input, signal), request);
+    return windowWithNotice(collected, request.maxBytes, size);
+  } finally {
+    await handle.close();
+  }
+  // #endregion
+}
+
+/** edit 要改整个文件，只能整个读进内存：超过 maxFileBytes 就拒绝，请模型换用 read 与 bash。 */
+export async function readRegularFile(file: string, maxFileBytes: number, input: string): Promise<Buffer> {
+  // #region lab 8.2
+  const { handle, size } = await openRegularFile(file, input);
+  try {
+    if (size > maxFileBytes) {
       throw new FileError(
         "TOO_LARGE",
-        `${input} 有 ${info.size} 字节，超过单个文件 ${maxFileBytes} 字节的上限：请用 bash 的 head、tail 或 sed -n 取出其中一段。`,
+        `${input} 有 ${size} 字节，超过单个文件 ${maxFileBytes} 字节的上限：edit 要把整个文件读进内存，改不了它；可以用 read 分段查看，用 bash 修改。`,
       );
     }
     return await handle.readFile();

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { constants, existsSync } from "node:fs";
-import { chmod, link, mkdir, mkdtemp, open, readdir, readFile, rename, rm, stat, symlink, unlink, writeFile } from "node:fs/promises";
+import { chmod, link, mkdir, mkdtemp, open, readdir, readFile, rename, rm, stat, symlink, truncate, unlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import test from "node:test";
 
 import { runAgentLoop } from "../src/agent-loop.js";
-import { readRegularFile, writeFileAtomic } from "../src/file-io.js";
+import { readFileWindow, writeFileAtomic } from "../src/file-io.js";
 import {
   bashTool,
   codingTools,
@@ -21,6 +21,7 @@ import { MutationQueue } from "../src/mutation-queue.js";
 import { ScriptedModel, type ScriptedTurn } from "../src/scripted-model.js";
 import { runCommand, type CommandResult } from "../src/shell.js";
 import { executeToolCall, ToolRegistry, type AgentTool } from "../src/tools.js";
+import { collectWindow } from "../src/truncate.js";
 import { text, textOf, userMessage, type ToolCall, type ToolResultMessage } from "../src/types.js";
 import { Workspace, WorkspaceError } from "../src/workspace.js";
 
@@ -125,7 +126,7 @@ test("8.1 read 按 offset/limit 取一段整行，没读完时告诉模型用哪
     const read = readTool(workspace);
 
     const middle = okText(await call(read, { path: "notes.txt", offset: 2, limit: 2 }));
-    assert.equal(middle, "line 2\nline 3\n\n[已显示第 2-3 行，共 5 行。用 offset=4 继续读取。]");
+    assert.equal(middle, "line 2\nline 3\n\n[已显示第 2-3 行（文件共 35 字节）。用 offset=4 继续读取。]");
 
     const rest = okText(await call(read, { path: "notes.txt", offset: 4 }));
     assert.equal(rest, "line 4\nline 5", "读到文件末尾时不附加续读说明");
@@ -134,8 +135,8 @@ test("8.1 read 按 offset/limit 取一段整行，没读完时告诉模型用哪
 
 test("8.1 read 的字节上限按 UTF-8 计，只在行与行之间截断，续读说明也算在上限里", { timeout: 2_000 }, async () => {
   await withSandbox(async ({ root, workspace }) => {
-    // 每行 "第N行：你好" 是 16 字节（第10行起 17 字节），续读说明 95 字节。上限 140 放得下
-    // 两行加说明（16 + 1 + 16 + 2 + 95 = 130），放不下三行（147）；不算说明的话能放下八行。
+    // 每行 "第N行：你好" 是 16 字节（第10行起 17 字节），续读说明 105 字节。上限 140 恰好放得下
+    // 两行加说明（16 + 1 + 16 + 2 + 105 = 140），放不下三行（157）；不算说明的话能放下八行。
     await writeFile(path.join(root, "zh.txt"), linesOf(20, (i) => `第${i}行：你好`));
     const read = readTool(workspace, 140);
 
@@ -143,7 +144,7 @@ test("8.1 read 的字节上限按 UTF-8 计，只在行与行之间截断，续�
     const [body = "", notice = ""] = first.split("\n\n");
     assert.deepEqual(body.split("\n"), ["第1行：你好", "第2行：你好"]);
     assert.ok(Buffer.byteLength(first, "utf8") <= 140, "正文加续读说明不能超过字节上限");
-    assert.equal(notice, "[已显示第 1-2 行，共 20 行（达到 140 字节上限）。用 offset=3 继续读取。]");
+    assert.equal(notice, "[已显示第 1-2 行（文件共 351 字节，达到 140 字节上限）。用 offset=3 继续读取。]");
 
     await writeFile(path.join(root, "wide.txt"), `${"长".repeat(60)}\nshort\n`);
     const wide = okText(await call(read, { path: "wide.txt" }));
@@ -183,19 +184,126 @@ test("8.1 read 只打开普通文件：FIFO 立即被拒绝，检查之后被换
     const checked = await workspace.resolveExisting("a.txt");
     await unlink(checked);
     await symlink(path.join(outside, "secret.txt"), checked);
-    await assert.rejects(readRegularFile(checked, 1_024, "a.txt"), /a\.txt 在检查之后被换成了别的东西/);
+    await assert.rejects(readFileWindow(checked, { maxBytes: 1_024 }, "a.txt"), /a\.txt 在检查之后被换成了别的东西/);
   });
 });
 
-test("8.1 超过单文件上限的文件不整个读进内存，结果说明怎样读其中一段", { timeout: 2_000 }, async () => {
-  await withSandbox(async ({ root, workspace }) => {
-    await writeFile(path.join(root, "big.log"), linesOf(200));
-    const read = readTool(workspace, 200, 1_000);
+/**
+ * 开头 5 行文字（35 字节），再用 truncate 把文件撑到 2 GiB：多出来的是没有换行的 0 字节，构成第 6 行。
+ * 稀疏文件不占磁盘。2 GiB 也超过了 Node 的 readFile 一次能读的上限：先整个读进来的实现在这里直接失败。
+ */
+async function hugeSparseFile(root: string, name: string): Promise<void> {
+  const file = path.join(root, name);
+  await writeFile(file, linesOf(5));
+  await truncate(file, 2 ** 31);
+}
 
-    const refused = errorText(await call(read, { path: "big.log", limit: 1 }));
-    assert.match(refused, /big\.log 有 \d+ 字节，超过单个文件 1000 字节的上限/);
-    assert.match(refused, /head、tail 或 sed -n/);
-    assert.equal(okText(await call(readTool(workspace, 200, 10_000), { path: "big.log", limit: 1 })), "line 1\n\n[已显示第 1-1 行，共 200 行。用 offset=2 继续读取。]");
+test("8.1 read 一块一块地读、窗口满了就停：2 GiB 的文件也立即交出开头几行，超长的一行不攒进内存", { timeout: 5_000 }, async () => {
+  await withSandbox(async ({ root, workspace }) => {
+    await hugeSparseFile(root, "huge.bin");
+    const read = readTool(workspace);
+    // 保险：把整行攒进内存的实现 1.5 秒后被取消，测试照样失败，而不是吃掉几 GB 内存。
+    const guard = AbortSignal.timeout(1_500);
+    const rssBefore = process.memoryUsage().rss;
+    const started = Date.now();
+
+    const head = okText(await call(read, { path: "huge.bin", limit: 3 }, guard));
+    assert.equal(head, "line 1\nline 2\nline 3\n\n[已显示第 1-3 行（文件共 2147483648 字节）。用 offset=4 继续读取。]");
+    // 第 6 行有 2 GiB 减 35 字节长：攒到超出上限就知道它放不下，不必读完它。
+    const wide = okText(await call(read, { path: "huge.bin", offset: 6 }, guard));
+    assert.equal(wide, "\n\n[第 6 行超过 32768 字节的单次读取上限，无法整行显示；可以用 bash 截取这一行的一部分。]");
+
+    const elapsed = Date.now() - started;
+    const grownMb = (process.memoryUsage().rss - rssBefore) / 2 ** 20;
+    assert.ok(elapsed < 2_000, `窗口满了就该停下，两次读取却用了 ${elapsed} 毫秒`);
+    assert.ok(grownMb < 64, `内存只该跟窗口和一块的大小有关，实际涨了 ${grownMb.toFixed(0)} MB`);
+  });
+});
+
+test("8.1 offset 可以指向大文件深处：之前的行只数换行、不留下，读到的仍是准确的那几行", { timeout: 5_000 }, async () => {
+  await withSandbox(async ({ root, workspace }) => {
+    // 150 万行，每行 "row 0000001" 加换行 12 字节，一共 18 MB。
+    const rows = 1_500_000;
+    await writeFile(path.join(root, "rows.txt"), linesOf(rows, (i) => `row ${String(i).padStart(7, "0")}`));
+    const read = readTool(workspace);
+
+    assert.equal(
+      okText(await call(read, { path: "rows.txt", offset: 750_000, limit: 2 })),
+      "row 0750000\nrow 0750001\n\n[已显示第 750000-750001 行（文件共 18000000 字节）。用 offset=750002 继续读取。]",
+    );
+    assert.equal(okText(await call(read, { path: "rows.txt", offset: 1_499_999 })), "row 1499999\nrow 1500000");
+    assert.match(errorText(await call(read, { path: "rows.txt", offset: 1_500_001 })), /offset=1500001 超出了文件末尾：文件只有 1500000 行/);
+  });
+});
+
+/** 把几段字节当作文件的一块块交出，并记下被要走了几块。 */
+function countedChunks(pieces: readonly Uint8Array[]): { chunks: AsyncIterable<Uint8Array>; taken: () => number } {
+  let taken = 0;
+  async function* chunks(): AsyncGenerator<Uint8Array> {
+    for (const piece of pieces) {
+      taken += 1;
+      yield piece;
+    }
+  }
+  return { chunks: chunks(), taken: () => taken };
+}
+
+function repeated(text: string, times: number): Buffer[] {
+  return Array.from({ length: times }, () => Buffer.from(text, "utf8"));
+}
+
+test("8.1 collectWindow 一满就不再要下一块：凑满 limit 时如此，当前行超出剩余预算时也如此", { timeout: 2_000 }, async () => {
+  // 要知道第 2 行之后还有没有内容，得看到第 3 行的第一个字节：所以恰好要走 3 块。
+  const byLimit = countedChunks(repeated("a\n", 1_000));
+  assert.deepEqual(await collectWindow(byLimit.chunks, { limit: 2, maxBytes: 100 }), { lines: ["a", "a"], firstLine: 1, stoppedBy: "limit" });
+  assert.equal(byLimit.taken(), 3, "凑满 limit 之后还在往下读");
+
+  // 一行 10 000 字节、没有换行；攒到第 6 块（60 字节）就超出了 50 字节的上限。
+  const byBytes = countedChunks(repeated("x".repeat(10), 1_000));
+  assert.deepEqual(await collectWindow(byBytes.chunks, { maxBytes: 50 }), { lines: [], firstLine: 1, stoppedBy: "bytes" });
+  assert.equal(byBytes.taken(), 6, "放不下的一行还在往内存里攒");
+
+  // 凑满 limit 时文件恰好结束，就是读到了末尾；没有换行的最后一行也是一行。
+  assert.equal((await collectWindow(countedChunks(repeated("a\n", 2)).chunks, { limit: 2, maxBytes: 100 })).stoppedBy, "end");
+  const tail = await collectWindow(countedChunks([Buffer.from("a\nb\nc")]).chunks, { offset: 3, maxBytes: 100 });
+  assert.deepEqual(tail, { lines: ["c"], firstLine: 3, stoppedBy: "end" });
+});
+
+test("8.1 read 整行解码：跨块的多字节字符完整无缺；不是 UTF-8 的字节显示成 U+FFFD，上限按显示出来的字节算", { timeout: 3_000 }, async () => {
+  // "a你" 的 4 个字节被块的边界切成 2 + 2。
+  const split = Buffer.from("a你\n", "utf8");
+  const joined = await collectWindow(countedChunks([split.subarray(0, 2), split.subarray(2)]).chunks, { maxBytes: 100 });
+  assert.deepEqual(joined.lines, ["a你"]);
+
+  // 每行 4 个 0xE9（Latin-1 的 é），显示成 4 个 U+FFFD，共 12 字节：30 字节放得下两行（12 + 1 + 12），
+  // 按原始字节（4 + 1 + 4 …）算会放下六行，交出的文字就超过上限了。
+  const latin1 = Buffer.from([0xe9, 0xe9, 0xe9, 0xe9, 0x0a]);
+  const shown = await collectWindow(countedChunks(Array.from({ length: 10 }, () => latin1)).chunks, { maxBytes: 30 });
+  assert.deepEqual(shown, { lines: ["\uFFFD".repeat(4), "\uFFFD".repeat(4)], firstLine: 1, stoppedBy: "bytes" });
+
+  await withSandbox(async ({ root, workspace }) => {
+    // 9 万字节的一行跨过 64 KB 的块边界，65 536 不是 3 的倍数，边界正好切在一个汉字中间。
+    const long = "长".repeat(30_000);
+    await writeFile(path.join(root, "long.txt"), `${long}\n`);
+    await writeFile(path.join(root, "latin1.txt"), Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x20, 0x3d, 0x20, 0x31, 0x0a]));
+    const read = readTool(workspace, 100_000);
+
+    assert.equal(okText(await call(read, { path: "long.txt" })), long);
+    assert.equal(okText(await call(read, { path: "latin1.txt" })), "caf\uFFFD = 1");
+  });
+});
+
+test("8.1 读取途中被取消：read 在两块之间停下，报告被取消", { timeout: 5_000 }, async () => {
+  await withSandbox(async ({ root, workspace }) => {
+    await hugeSparseFile(root, "huge.bin");
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 50);
+    const started = Date.now();
+    // offset=7 要数完 2 GiB 里的换行，才知道它超出了末尾（文件只有 6 行）。
+    const result = await call(readTool(workspace), { path: "huge.bin", offset: 7 }, controller.signal);
+
+    assert.match(errorText(result), /读取 huge\.bin 时调用被取消了/);
+    assert.ok(Date.now() - started < 1_000, `取消后还读了 ${Date.now() - started} 毫秒`);
   });
 });
 
@@ -353,6 +461,21 @@ test("8.2 edit 拒绝不是有效 UTF-8 的文件，一个字节也不改", { ti
     const result = await call(editTool(workspace, new MutationQueue()), { path: "latin1.txt", edits: [{ oldText: "1", newText: "2" }] });
     assert.match(errorText(result), /latin1\.txt 没有改动：文件不是有效的 UTF-8 文本/);
     assert.deepEqual(await readFile(path.join(root, "latin1.txt")), original);
+  });
+});
+
+test("8.2 edit 要把整个文件读进内存，超过单文件上限的文件被拒绝，一个字节也不改", { timeout: 2_000 }, async () => {
+  await withSandbox(async ({ root, workspace }) => {
+    const original = linesOf(200);
+    await writeFile(path.join(root, "big.log"), original);
+    const edits = [{ oldText: "line 1\n", newText: "" }];
+
+    const refused = errorText(await call(editTool(workspace, new MutationQueue(), 1_000), { path: "big.log", edits }));
+    assert.match(refused, /big\.log 有 \d+ 字节，超过单个文件 1000 字节的上限/);
+    assert.match(refused, /用 read 分段查看，用 bash 修改/);
+    assert.equal(await readFile(path.join(root, "big.log"), "utf8"), original);
+    okText(await call(editTool(workspace, new MutationQueue(), 10_000), { path: "big.log", edits }));
+    assert.equal(await readFile(path.join(root, "big.log"), "utf8"), original.slice("line 1\n".length));
   });
 });
 
