@@ -220,19 +220,20 @@ test("8.1 read 一块一块地读、窗口满了就停：2 GiB 的文件也立�
   });
 });
 
-test("8.1 offset 可以指向大文件深处：之前的行只数换行、不留下，读到的仍是准确的那几行", { timeout: 5_000 }, async () => {
+test("8.1 offset 可以指向大文件深处：之前的行只数换行、不留下，读到的仍是准确的那几行", { timeout: 10_000 }, async () => {
   await withSandbox(async ({ root, workspace }) => {
-    // 150 万行，每行 "row 0000001" 加换行 12 字节，一共 18 MB。
-    const rows = 1_500_000;
-    await writeFile(path.join(root, "rows.txt"), linesOf(rows, (i) => `row ${String(i).padStart(7, "0")}`));
+    // 30 万行、每行 64 字节的填充，一共 19.2 MB（比整个读进内存的旧做法的 16 MB 上限还大），后面跟两行正文，
+    // 最后一行没有换行。填充用 Buffer.alloc 的重复图样一次生成，不必拼 30 万个字符串。
+    const filler = Buffer.alloc(300_000 * 64, `${".".repeat(63)}\n`);
+    await writeFile(path.join(root, "deep.txt"), Buffer.concat([filler, Buffer.from("目标行\n最后一行", "utf8")]));
     const read = readTool(workspace);
 
     assert.equal(
-      okText(await call(read, { path: "rows.txt", offset: 750_000, limit: 2 })),
-      "row 0750000\nrow 0750001\n\n[已显示第 750000-750001 行（文件共 18000000 字节）。用 offset=750002 继续读取。]",
+      okText(await call(read, { path: "deep.txt", offset: 300_001, limit: 1 })),
+      "目标行\n\n[已显示第 300001-300001 行（文件共 19200022 字节）。用 offset=300002 继续读取。]",
     );
-    assert.equal(okText(await call(read, { path: "rows.txt", offset: 1_499_999 })), "row 1499999\nrow 1500000");
-    assert.match(errorText(await call(read, { path: "rows.txt", offset: 1_500_001 })), /offset=1500001 超出了文件末尾：文件只有 1500000 行/);
+    assert.equal(okText(await call(read, { path: "deep.txt", offset: 300_002 })), "最后一行");
+    assert.match(errorText(await call(read, { path: "deep.txt", offset: 300_003 })), /offset=300003 超出了文件末尾：文件只有 300002 行/);
   });
 });
 
