@@ -161,11 +161,14 @@ test("9.2 prompt 跑完一次循环：transcript 依次追加用户消息、assi
 
 test("9.2 运行中再次 prompt 被拒绝，错误说明 Agent 正在运行；第一次运行不受影响", { timeout: 2_000 }, async () => {
   const agent = new Agent({ model: new ScriptedModel(readThenAnswer, clock), tools: [readTool()], ...clock });
-  const first = agent.prompt("项目叫什么？");
-  assert.equal(agent.state.status, "running");
-  await assert.rejects(agent.prompt("再问一次"), { message: /Agent 正在运行/ });
-  await first;
-  assert.deepEqual(roles(agent.state.messages).filter((role) => role === "user"), ["user"], "被拒绝的 prompt 不该进 transcript");
+  const running = agent.prompt("项目叫什么？");
+  const status = agent.state.status;
+  const [first, second] = await Promise.allSettled([running, agent.prompt("再问一次")]);
+  if (first.status === "rejected") throw first.reason;
+  assert.equal(status, "running", "prompt() 一返回，状态就该是 running");
+  assert.equal(second.status, "rejected", "运行中的第二次 prompt 应当被拒绝");
+  assert.match(String(second.reason), /Agent 正在运行/);
+  assert.deepEqual(dialogue(agent.state.messages).filter((role) => role === "user"), ["user"], "被拒绝的 prompt 不该进 transcript");
   assert.equal(agent.state.stopReason, "stop");
 });
 
@@ -303,7 +306,7 @@ test("9.3 改指令只能追加 system message：content 追加、sections 按�
 
 test("9.4 默认 convertToLlm 只留 system / user / assistant / toolResult，auditNote 被悄悄丢掉", { timeout: 2_000 }, async () => {
   const question = userMessage("项目叫什么？", 1_000);
-  assert.deepEqual(defaultConvertToLlm([question, note]), [question]);
+  assert.deepEqual(defaultConvertToLlm([question, note]), [question], "默认 convertToLlm 应当丢掉 auditNote");
   const model = new ScriptedModel([say("tiny-pi")], clock);
   const agent = new Agent({ model, systemPrompt: "你是 tiny-pi。", ...clock });
   await agent.prompt([note, question]);
@@ -447,7 +450,7 @@ test("9.5 第 05 章的适配器发送从 transcript 重放出的工具集", () 
     { role: "system", content: "", toolsAdded: [ls], toolsRemoved: [{ name: "read" }], timestamp: 3 },
   ];
   const request = toChatRequest({ messages, tools: [read] }, "gpt-test");
-  assert.deepEqual(request.tools?.map((tool) => tool.function.name), ["ls"]);
+  assert.deepEqual(request.tools?.map((tool) => tool.function.name), ["ls"], "适配器应当发送从 transcript 重放出的工具集");
   assert.deepEqual(request.messages.map((message) => message.role), ["system", "user"]);
 });
 
