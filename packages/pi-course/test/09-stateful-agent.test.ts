@@ -59,10 +59,10 @@ function readTool(description = "读取工作区里的一个文本文件。") {
   });
 }
 
-function lsTool() {
+function lsTool(description = "列出一个目录。") {
   return defineTool({
     name: "ls",
-    description: "列出一个目录。",
+    description,
     parameters: s.object({ path: s.string() }),
     async execute() {
       return { content: [text("README.md")] };
@@ -422,11 +422,12 @@ test("9.5 工具集变了，下一次请求前追加一条声明变化的 system
   assert.deepEqual(roles(agent.state.messages).slice(-3), ["system", "user", "assistant"]);
   assert.deepEqual(currentTools(model.requests[1]?.messages ?? []).map((tool) => tool.name), ["ls"]);
 
-  agent.setTools([lsTool(), readTool("读取文件，最多 2000 行。")]);
+  agent.setTools([lsTool("列出一个目录，跳过隐藏文件。")]);
   await agent.prompt("第三问");
   const redefined = systemsOf(agent.state.messages)[2];
-  assert.deepEqual(redefined?.toolsAdded?.map((tool) => tool.description), ["读取文件，最多 2000 行。"], "只声明真正变了的工具");
+  assert.deepEqual(redefined?.toolsAdded?.map((tool) => tool.description), ["列出一个目录，跳过隐藏文件。"], "同名工具换了说明也是变化");
   assert.equal(redefined?.toolsRemoved, undefined);
+  assert.deepEqual(currentTools(agent.state.messages).map((tool) => tool.description), ["列出一个目录，跳过隐藏文件。"]);
 });
 
 test("9.5 已经有一条等待发送的 system 补丁时，工具变化并进它，不另起一条", { timeout: 2_000 }, async () => {
