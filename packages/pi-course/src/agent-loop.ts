@@ -161,16 +161,19 @@ export function notExecutedResult(call: ToolCall, stopReason: StopReason, timest
 
 // ── 两道闸：transcript → 这一次请求的 context ──────────────────
 
+// #region lab 9.4 辅助
+/** 请求里只能出现这四种角色；应用登记的角色一个也不在其中。 */
+const LLM_ROLES: ReadonlySet<string> = new Set<Message["role"]>(["system", "user", "assistant", "toolResult"]);
+
+function isLlmMessage(message: AgentMessage): message is Message {
+  return LLM_ROLES.has(message.role);
+}
+// #endregion
+
 /** 模型认识的角色原样留下，别的（应用自己登记的角色）一声不响地丢掉。 */
 export function defaultConvertToLlm(messages: AgentMessage[]): Message[] {
   // #region lab 9.4
-  return messages.filter(
-    (message): message is Message =>
-      message.role === "system" ||
-      message.role === "user" ||
-      message.role === "assistant" ||
-      message.role === "toolResult",
-  );
+  return messages.filter(isLlmMessage);
   // #endregion
 }
 

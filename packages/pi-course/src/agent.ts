@@ -2,8 +2,8 @@
  * 有状态的 Agent：拥有 transcript，一次只跑一个第 07 章的循环，把循环的事件推成状态，再告诉订阅者。
  *
  * 三条所有权规则：
- *   transcript 是唯一的事实：system prompt 和工具集都从里面的 system message 重放出来，
- *     想改它们只能追加一条新的 system message，已经写下的前缀永远不改。
+ *   指令和工具集不另存一份：需要时把 transcript 中的 system 消息按顺序叠加一遍求出来；
+ *     要改，只能在末尾添一条新的 system 消息，写下的前缀永远原样。
  *   状态只由事件推出（reduceAgentState），先更新状态，再通知订阅者。
  *   一次运行结束以后，它漏出来的迟到事件一律不算数。
  */

@@ -25,8 +25,9 @@ import {
 
 interface AuditNote {
   role: "auditNote";
+  /** 给人看的严重程度：warning 级别的记录，有的转换器会转告模型。 */
+  severity: "info" | "warning";
   text: string;
-  level: "info" | "warning";
   timestamp: number;
 }
 
@@ -36,7 +37,7 @@ declare module "../src/types.js" {
   }
 }
 
-const note: AgentMessage = { role: "auditNote", text: "跳过了 3 个生成文件", level: "info", timestamp: 1_500 };
+const note: AgentMessage = { role: "auditNote", text: "跳过了 3 个生成文件", severity: "info", timestamp: 1_500 };
 
 // ── 场景 ────────────────────────────────────────────────────────
 
@@ -316,11 +317,11 @@ test("9.4 默认 convertToLlm 只留 system / user / assistant / toolResult，au
 });
 
 test("9.4 用 flatMap 写的 convertToLlm 有意保留、转换或丢掉自定义角色", { timeout: 2_000 }, async () => {
-  const warning: AgentMessage = { role: "auditNote", text: "README 被改过", level: "warning", timestamp: 1_600 };
+  const warning: AgentMessage = { role: "auditNote", text: "README 被改过", severity: "warning", timestamp: 1_600 };
   const convertToLlm = (messages: AgentMessage[]): Message[] =>
     messages.flatMap((message): Message[] => {
       if (message.role !== "auditNote") return [message];
-      if (message.level === "info") return [];
+      if (message.severity === "info") return [];
       return [userMessage(`[审计] ${message.text}`, message.timestamp)];
     });
   const model = new ScriptedModel([say("知道了")], clock);
