@@ -89,6 +89,16 @@ function dialogue(messages: readonly AgentMessage[]): string[] {
   return roles(messages).filter((role) => role !== "system");
 }
 
+/** 同步动作抛出的错误信息；没有抛出时也交回一句话，断言失败时读得懂。 */
+function thrownMessage(action: () => void): string {
+  try {
+    action();
+    return "没有抛出";
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+}
+
 function systemsOf(messages: readonly AgentMessage[]): SystemMessage[] {
   return messages.filter((message): message is SystemMessage => message.role === "system");
 }
@@ -171,6 +181,21 @@ test("9.2 运行中再次 prompt 被拒绝，错误说明 Agent 正在运行；�
   assert.match(String(second.reason), /Agent 正在运行/);
   assert.deepEqual(dialogue(agent.state.messages).filter((role) => role === "user"), ["user"], "被拒绝的 prompt 不该进 transcript");
   assert.equal(agent.state.stopReason, "stop");
+});
+
+test("9.2 运行中不能改 transcript：appendMessage 与 replaceMessages 被拒绝，空闲时照常生效", { timeout: 2_000 }, async () => {
+  const agent = new Agent({ model: new ScriptedModel([say("一")], clock), ...clock });
+  const running = agent.prompt("第一问");
+  const append = thrownMessage(() => agent.appendMessage(note));
+  const replace = thrownMessage(() => agent.replaceMessages([]));
+  const [outcome] = await Promise.allSettled([running]);
+  if (outcome.status === "rejected") throw outcome.reason;
+  assert.match(append, /运行中不能改 transcript/);
+  assert.match(replace, /运行中不能改 transcript/);
+  agent.appendMessage(note);
+  assert.deepEqual(roles(agent.state.messages), ["user", "assistant", "auditNote"]);
+  agent.replaceMessages([userMessage("从头来", 5)]);
+  assert.deepEqual(roles(agent.state.messages), ["user"]);
 });
 
 test("9.2 监听器被调用时状态已经更新；subscribe 返回的函数退订之后不再收到事件", { timeout: 2_000 }, async () => {
