@@ -403,6 +403,23 @@ test("9.4 两道闸都不写回 transcript：在副本上 push、裁剪、注入
   );
 });
 
+test("9.4 闸抛出异常时，这次运行以 error 结束：状态回到 idle，错误写明原因，prompt 照常兑现", { timeout: 2_000 }, async () => {
+  const model = new ScriptedModel([say("不会被问到")], clock);
+  const agent = new Agent({
+    model,
+    ...clock,
+    transformContext: () => {
+      throw new Error("裁剪失败");
+    },
+  });
+  await agent.prompt("第一问");
+  assert.equal(agent.state.status, "idle");
+  assert.equal(agent.state.stopReason, "error");
+  assert.equal(agent.state.error, "运行失败：裁剪失败");
+  assert.equal(model.requests.length, 0, "闸失败时不该调用模型");
+  assert.deepEqual(dialogue(agent.state.messages), ["user"]);
+});
+
 test("9.4 没过滤的自定义角色到了第 05 章的适配器：请求不发出，错误说出是哪个角色", () => {
   const unfiltered = [userMessage("你好", 1), note] as unknown as Message[];
   assert.throws(() => toChatRequest({ messages: unfiltered }, "gpt-test"), {
