@@ -40,7 +40,7 @@ export const SYLLABUS: readonly Part[] = [
   {
     title: "第三部分 有状态的运行时",
     chapters: [
-      { id: "09", slug: "stateful-agent", builds: "有状态的 Agent：事件、订阅、中止、转向" },
+      { id: "09", slug: "stateful-agent", builds: "有状态的 Agent：状态归约、订阅、中止、两道闸" },
       { id: "10", slug: "session-tree", builds: "追加写的 JSONL 会话树" },
       { id: "11", slug: "context-compaction", builds: "自定义角色、预算内的上下文与摘要" },
       { id: "12", slug: "resources-extensions", builds: "按需技能、扩展钩子、按名修补 system" },
