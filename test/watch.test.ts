@@ -183,7 +183,7 @@ test("编辑器临时文件的名字", () => {
 });
 
 test("页脚：在终端里列出按键，管道里只说保存即重跑、Ctrl-C 退出", () => {
-  assert.equal(watchFooter("events", true), "监视中（文件事件）：保存文件即重跑 · 按键：r 重跑、h 下一级提示、q 退出");
+  assert.equal(watchFooter("events", true), "监视中（文件事件）：保存文件即重跑 · 按键：r 重跑、h 下一级提示、x 还原文件、q 退出");
   assert.equal(watchFooter("poll", false), "监视中（轮询）：保存文件即重跑，Ctrl-C 退出");
 });
 
@@ -217,7 +217,7 @@ describe("watch：在终端里按键", { skip: hasPty ? false : "需要 util-lin
       }
     };
     try {
-      await waitFor(/保存文件即重跑 · 按键：r 重跑、h 下一级提示、q 退出/);
+      await waitFor(/保存文件即重跑 · 按键：r 重跑、h 下一级提示、x 还原文件、q 退出/);
       assert.match(out, /✓ 聚焦测试全部通过（4\/4）/);
       child.stdin.write("h");
       await waitFor(/聚焦测试全部通过，不需要提示。/);
