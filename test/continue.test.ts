@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -7,11 +8,14 @@ import { loadChapters } from "../scripts/engine/chapters.ts";
 import { mergeThreeWay, planContinue } from "../scripts/engine/continue.ts";
 import { ensureHistory } from "../scripts/engine/history.ts";
 import { KIT_ROOT, LESSONS_DIR } from "../scripts/engine/paths.ts";
-import { KIT, runScript, tempDir } from "./helpers.ts";
+import { KIT, runScript, tempDir, TSX } from "./helpers.ts";
 import { card, readProgress, show } from "./learner.ts";
 
 const work = tempDir("continue");
 after(() => work.remove());
+
+/** util-linux 的 script 给子进程一个伪终端：reset 的确认只在终端里问。 */
+const hasPty = process.platform === "linux" && spawnSync("script", ["--version"]).status === 0;
 
 const FIXTURES = path.join(KIT, "test", "fixtures");
 const SRC = "packages/pi-course/src";
@@ -253,6 +257,37 @@ describe("reset：普通练习目录与错误的输入", () => {
     }
     assert.equal(readFileSync(test05, "utf8"), before);
     assert.equal(backups(), backupsBefore, "没有动过任何文件，也就没有新的备份");
+  });
+
+  test("在终端里先问一句：回答 n 什么也不动，回答 y 才还原", { skip: hasPty ? false : "需要 util-linux 的 script 命令来提供伪终端", timeout: 60_000 }, async () => {
+    const file = path.join(dir, SRC, "sse.ts");
+    const starter = readFileSync(file, "utf8");
+    const mine = "// 我的第二版\n";
+    writeFileSync(file, mine);
+    const ask = async (answer: string) => {
+      const command = [process.execPath, "--import", TSX, path.join(KIT, "scripts", "reset.ts"), "05", "sse.ts", dir].map((part) => `'${part}'`).join(" ");
+      const child = spawn("script", ["-qfec", command, "/dev/null"], {
+        cwd: KIT,
+        env: { ...process.env, NO_COLOR: "1", INIT_CWD: KIT, PI_COURSE_PROGRESS: progress },
+        stdio: ["pipe", "pipe", "pipe"],
+      });
+      let out = "";
+      child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")));
+      const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
+      const deadline = Date.now() + 30_000;
+      while (!/（y\/N）/.test(out)) {
+        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`等不到确认的问题：\n${out}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.match(out, /把 packages\/pi-course\/src\/sse\.ts 还原到本章起点？你现在的版本会先移到练习目录的 \.pi-course\/backup\/ 里，不会丢。/);
+      child.stdin.write(`${answer}\r`);
+      assert.equal(await closed, 0);
+      return out;
+    };
+    assert.match(await ask("n"), /没有还原，文件原样未动/);
+    assert.equal(readFileSync(file, "utf8"), mine);
+    assert.match(await ask("y"), /已把 packages\/pi-course\/src\/sse\.ts 还原到本章起点/);
+    assert.equal(readFileSync(file, "utf8"), starter);
   });
 
   test("--help 说明备份的位置与 --yes", async () => {
