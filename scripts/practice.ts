@@ -62,6 +62,7 @@ await runCommand(async () => {
           source,
           keepMine: values["keep-mine"] ?? [],
           useCourse: values["use-course"] ?? [],
+          stop,
         })
       : undefined;
     const { start } = await createPractice({ kitRoot: KIT_ROOT, chapter, history, dir, stop, ...(plan ? { plan } : {}) });
@@ -117,6 +118,7 @@ async function prepareContinue(options: {
   source: string | undefined;
   keepMine: string[];
   useCourse: string[];
+  stop: AbortSignal;
 }): Promise<ContinuePlan> {
   const { chapters, chapter, history, dir } = options;
   checkDestination(KIT_ROOT, chapter, dir);
@@ -134,8 +136,9 @@ async function prepareContinue(options: {
   const sourceMarker = readPracticeMarker(source);
 
   const check = await withPracticeLock(source, () =>
-    checkPractice({ dir: source, chapter: previous, chapters, scope: "all", integrity: { kitRoot: KIT_ROOT, history } }),
+    checkPractice({ dir: source, chapter: previous, chapters, scope: "all", integrity: { kitRoot: KIT_ROOT, history }, signal: options.stop }),
   );
+  options.stop.throwIfAborted();
   if (!check.passed) {
     throw new CourseError(
       "CONTINUE_EARLIER_RED",

@@ -114,7 +114,7 @@ describe("practice --continue：接着自己的代码做下一章", () => {
     for (const file of teachingFiles) assert.ok(!existsSync(path.join(ch04, file)), `${file} 是本章的答案，不该出现`);
     assert.ok(!existsSync(path.join(ch04, ".git")));
     assert.ok(existsSync(path.join(ch04, "node_modules", "typescript")));
-    assert.ok(existsSync(path.join(ch04, "LEARNING.md")));
+    assert.match(readFileSync(path.join(ch04, "LEARNING.md"), "utf8"), /## 这个目录接着你自己的代码\n\n它由 `npm run practice -- 04 --continue` 从你第 03 章的目录/);
     const { origin } = marker(ch04);
     assert.equal(origin?.from, ch03);
     assert.equal(origin?.chapter, "03");
@@ -210,6 +210,27 @@ describe("practice --continue：接着自己的代码做下一章", () => {
     assert.ok(!existsSync(mine));
     const kept = readdirSync(path.join(ch04, ".pi-course/backup")).map((stamp) => path.join(ch04, ".pi-course/backup", stamp, SRC, "scripted-model.ts"));
     assert.ok(kept.some((candidate) => existsSync(candidate) && readFileSync(candidate, "utf8") === own("own-04", "scripted-model.ts")));
+  });
+});
+
+describe("从观察章接续", () => {
+  test("第 00 章（观察章）verify 之后接续第 01 章：自己的代码从第 01 章算起", { timeout: 120_000 }, async () => {
+    const root = path.join(work.dir, "from-00");
+    const progress = path.join(root, "progress.json");
+    const run = (script: string, ...args: string[]) => runScript(script, args, { env: { PI_COURSE_PROGRESS: progress } });
+    mkdirSync(root, { recursive: true });
+    assert.equal((await run("practice", "00", path.join(root, "c00"))).code, 0);
+    assert.equal((await run("verify", "00")).code, 0);
+    const { code, stdout, stderr } = await run("practice", "01", path.join(root, "c01"), "--continue");
+    assert.equal(code, 0, stdout + stderr);
+    assert.match(stdout, /自第 01 章起/);
+    assert.equal(marker(path.join(root, "c01")).origin?.ownSince, "01");
+  });
+
+  test("第 00 章前面没有章节：用法错误", async () => {
+    const { code, stderr } = await runScript("practice", ["00", path.join(work.dir, "never-00"), "--continue"]);
+    assert.equal(code, 2);
+    assert.match(stderr, /第 00 章前面没有章节，无从接续/);
   });
 });
 

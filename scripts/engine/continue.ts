@@ -157,7 +157,8 @@ export async function planContinue(options: {
   const origin: ContinueOrigin = {
     from: source,
     chapter: previous.id,
-    ownSince: options.sourceOrigin?.ownSince ?? previous.id,
+    // 观察章（第 00 章）里学习者没有写代码：接着它做的第 01 章才是自己代码的开头
+    ownSince: options.sourceOrigin?.ownSince ?? (previous.mode === "观察" ? chapter.id : previous.id),
     own: [],
     merged: [],
     course: [],
@@ -199,9 +200,14 @@ export async function planContinue(options: {
     }
     // 本章改动了它
     if (ourHash === baseHash || ourHash === theirHash) {
-      if (ours !== undefined && ourHash === theirHash) files.set(file, ours);
-      else await takeCourse();
-      if (isOwned && ours !== undefined) origin.own.push(file);
+      if (ours !== undefined && ourHash === theirHash) {
+        files.set(file, ours);
+        if (isOwned) origin.own.push(file);
+      } else {
+        // 学习者的文件与课程上一章的答案逐字相同：本章的改动直接套上，等于一次干净的合并
+        await takeCourse();
+        if (isOwned && ours !== undefined) origin.merged.push(file);
+      }
       continue;
     }
     if (keepMine.has(file) && ours !== undefined) {

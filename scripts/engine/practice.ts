@@ -261,10 +261,29 @@ async function fillPractice(
 /** 接续目录：学习者的代码 + 本章的改动（continue.ts 已经算好），再加上和普通练习目录一样的卡片、标记与依赖链接。 */
 function fillContinued(kitRoot: string, chapter: Chapter, history: CourseHistory, start: string, plan: ContinuePlan, dir: string): void {
   writePlan(plan, dir);
-  writeFileSync(path.join(dir, GUIDE_FILE), renderPracticeGuide(chapter, history));
+  writeFileSync(path.join(dir, GUIDE_FILE), `${renderPracticeGuide(chapter, history).trimEnd()}\n\n${continuedNote(chapter, plan)}`);
   const marker: PracticeMarker = { chapter: chapter.id, slug: chapter.slug, start, kitRoot, origin: plan.origin };
   writeFileSync(path.join(dir, PRACTICE_MARKER), `${JSON.stringify(marker, null, 2)}\n`);
   linkDependencies(kitRoot, dir);
+}
+
+/** 接续目录的卡片末尾：这里的代码从哪来，哪些文件是你的。 */
+function continuedNote(chapter: Chapter, plan: ContinuePlan): string {
+  const { origin } = plan;
+  const list = (title: string, files: readonly string[]) => (files.length > 0 ? [`- ${title}：${files.map((file) => `\`${file}\``).join("、")}`] : []);
+  return [
+    "## 这个目录接着你自己的代码",
+    "",
+    `它由 \`npm run practice -- ${chapter.id} --continue\` 从你第 ${origin.chapter} 章的目录 \`${origin.from}\` 建成：自第 ${origin.ownSince} 章起的代码都是你自己写的。`,
+    "",
+    ...list("原样带来的你的文件", origin.own),
+    ...list("织进了本章改动的你的文件", origin.merged),
+    ...list("保留你的版本、本章的改动要你自己写", origin.mine),
+    ...list("换成了课程版本的文件", origin.course),
+    "",
+    `某个文件改乱了：\`npm run reset -- ${chapter.id} <文件>\` 把它放回这里的起点（也就是上面这些你自己的版本），你的改动先进 \`.pi-course/backup/\`。`,
+    "",
+  ].join("\n");
 }
 
 function writeProjectFile(root: string, file: string, content: string): void {
