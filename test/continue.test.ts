@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { loadChapters } from "../scripts/engine/chapters.ts";
-import { mergeThreeWay, planContinue } from "../scripts/engine/continue.ts";
+import { conflictReport, mergeThreeWay, planContinue } from "../scripts/engine/continue.ts";
 import { ensureHistory } from "../scripts/engine/history.ts";
 import { KIT_ROOT, LESSONS_DIR } from "../scripts/engine/paths.ts";
 import { KIT, runScript, tempDir, TSX } from "./helpers.ts";
@@ -353,5 +353,20 @@ describe("接续的合并规则（不经命令行）", () => {
     const kept = await planContinue({ kitRoot: KIT_ROOT, chapters, chapter, history, source, keepMine: [`${SRC}/types.ts`] });
     assert.deepEqual(kept.origin.merged, []);
     assert.equal(kept.files.get(`${SRC}/types.ts`)!.toString("utf8"), readFileSync(path.join(source, SRC, "types.ts"), "utf8"));
+
+    // 学习者自己有一个与本章新文件同名的文件，又删掉了本章要改的 types.ts：两个都逐个说明，什么也不写
+    writeFileSync(path.join(source, SRC, "sse.ts"), "// 我自己的 sse 小工具\n");
+    rmSync(path.join(source, SRC, "types.ts"));
+    const blocked = await planContinue({ kitRoot: KIT_ROOT, chapters, chapter, history, source });
+    assert.deepEqual(
+      blocked.conflicts.map(({ file, kind, reason }) => `${file} ${kind} ${reason}`),
+      [`${SRC}/sse.ts course taken`, `${SRC}/types.ts teaching deleted`],
+    );
+    const report = conflictReport(blocked.conflicts, { kitRoot: KIT_ROOT, chapter, history, source }).join("\n");
+    assert.match(report, /sse\.ts：本章要新建（或删掉）这个文件，而你那里已经有一个自己的同名文件。/);
+    assert.match(report, /types\.ts：你删掉了这个文件，而本章要改它。/);
+    assert.match(report, /加 --use-course packages\/pi-course\/src\/sse\.ts/);
+    assert.match(report, /用课程的版本：加 --use-course packages\/pi-course\/src\/types\.ts；或者先在 .* 里把它放回来/);
+    assert.doesNotMatch(report, /--keep-mine/, "删掉的文件没有“你的版本”可保留");
   });
 });

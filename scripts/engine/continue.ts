@@ -316,20 +316,22 @@ export function conflictReport(
     const { file } = conflict;
     const what =
       conflict.reason === "deleted"
-        ? "你删掉了这个文件，而本章要改它"
+        ? "你删掉了这个文件（或给它改了名），而本章要改它"
         : conflict.reason === "taken"
           ? "本章要新建（或删掉）这个文件，而你那里已经有一个自己的同名文件"
           : conflict.kind === "teaching"
             ? "这是你自己写的教学文件，本章的改动落在你改写过的地方"
-            : "这是课程的文件（不是教学文件），你改动过它（或改了名），本章又要改它";
+            : "这是课程的文件（不是教学文件），你改动过它，本章又要改它";
     lines.push(`  ${file}：${what}。`);
     lines.push(`    看本章对它的改动：git -C ${kitRoot} diff ${parent} ${target} -- ${file}`);
-    if (conflict.kind === "teaching" && conflict.reason !== "taken") {
+    if (conflict.reason === "deleted") {
+      lines.push(`    用课程的版本：加 --use-course ${file}；或者先在 ${source} 里把它放回来，再运行一次`);
+    } else if (conflict.kind === "teaching" && conflict.reason === "conflict") {
       lines.push(`    保留你的版本、本章的改动自己照着写：加 --keep-mine ${file}`);
       lines.push(`    或者这一个文件用课程的版本（你的版本仍在原来的目录里）：加 --use-course ${file}`);
     } else {
-      lines.push(`    这个文件用课程的版本（你的改动仍在原来的目录里）：加 --use-course ${file}`);
-      if (conflict.reason !== "taken") lines.push(`    或者先在 ${source} 里把它还原成课程的样子，再运行一次`);
+      lines.push(`    这个文件用课程的版本（你的版本仍在原来的目录里）：加 --use-course ${file}`);
+      if (conflict.reason === "conflict") lines.push(`    或者先在 ${source} 里把它还原成课程的样子，再运行一次`);
     }
   }
   lines.push(`或者不接续，从课程起点开始：npm run practice -- ${chapter.id}`);
