@@ -364,7 +364,7 @@ describe("接续的合并规则（不经命令行）", () => {
     );
     const report = conflictReport(blocked.conflicts, { kitRoot: KIT_ROOT, chapter, history, source }).join("\n");
     assert.match(report, /sse\.ts：本章要新建（或删掉）这个文件，而你那里已经有一个自己的同名文件。/);
-    assert.match(report, /types\.ts：你删掉了这个文件，而本章要改它。/);
+    assert.match(report, /types\.ts：你删掉了这个文件（或给它改了名），而本章要改它。/);
     assert.match(report, /加 --use-course packages\/pi-course\/src\/sse\.ts/);
     assert.match(report, /用课程的版本：加 --use-course packages\/pi-course\/src\/types\.ts；或者先在 .* 里把它放回来/);
     assert.doesNotMatch(report, /--keep-mine/, "删掉的文件没有“你的版本”可保留");
