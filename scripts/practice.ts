@@ -1,4 +1,5 @@
 import path from "node:path";
+import * as util from "node:util";
 
 import { BUILD_COMMAND, runCommand as focusedRun } from "./engine/card.js";
 import type { Chapter } from "./engine/chapters.js";
@@ -9,11 +10,9 @@ import { CourseError, usageError } from "./engine/errors.js";
 import type { CourseHistory } from "./engine/history.js";
 import { KIT_ROOT } from "./engine/paths.js";
 import { checkDestination, createPractice, defaultPracticeDir, interruptible, openPracticeDir, readPracticeMarker } from "./engine/practice.js";
-import { withPracticeLock } from "./engine/practice-lock.js";
 import { describeFirstRed } from "./engine/card.js";
 import { shortHash } from "./engine/history.js";
 import { loadProgress, progressPath, updateProgress, type Progress } from "./engine/progress.js";
-import { checkPractice } from "./engine/verify.js";
 
 const HELP = `用法：npm run practice -- <章节> [目录]
       npm run practice -- <章节> [目录] --continue [上一章的目录]
@@ -34,12 +33,14 @@ const HELP = `用法：npm run practice -- <章节> [目录]
 
   --help   显示本说明`;
 
+const PRACTICE_OPTIONS = {
+  continue: { type: "boolean" },
+  "keep-mine": { type: "string", multiple: true },
+  "use-course": { type: "string", multiple: true },
+} as const;
+
 await runCommand(async () => {
-  const { values, positionals } = parseCommandLine({
-    continue: { type: "boolean" },
-    "keep-mine": { type: "string", multiple: true },
-    "use-course": { type: "string", multiple: true },
-  });
+  const { values, positionals } = parseCommandLine(PRACTICE_OPTIONS);
   if (values.help) {
     console.log(HELP);
     return;
@@ -93,17 +94,14 @@ await runCommand(async () => {
  * 紧跟的若是第一个位置参数（npm run practice -- --continue 04），它仍是章节。
  */
 function splitContinueSource(positionals: readonly string[]): { rest: string[]; source: string | undefined } {
-  const args = process.argv.slice(2);
-  const at = args.indexOf("--continue");
-  const next = at >= 0 ? args[at + 1] : undefined;
-  if (next === undefined || next.startsWith("-")) return { rest: [...positionals], source: undefined };
-  const before = args.slice(0, at + 1).filter((arg) => !arg.startsWith("-")).length;
-  if (before === 0) return { rest: [...positionals], source: undefined };
-  const rest = [...positionals];
-  const index = rest.indexOf(next, before);
-  if (index >= 0) rest.splice(index, 1);
-  if (next.trim() === "") throw usageError("DIR_EMPTY", "--continue 后面的目录是空字符串；省略它即可使用进度里记下的上一章目录");
-  return { rest, source: next };
+  const { tokens } = util.parseArgs({ args: process.argv.slice(2), options: PRACTICE_OPTIONS, allowPositionals: true, strict: false, tokens: true });
+  const flag = tokens.find((token) => token.kind === "option" && token.name === "continue");
+  const ordered = tokens.filter((token) => token.kind === "positional");
+  const ordinal = ordered.findIndex((token) => flag !== undefined && token.index === flag.index + 1);
+  const source = ordered[ordinal];
+  if (ordinal <= 0 || source?.kind !== "positional") return { rest: [...positionals], source: undefined };
+  if (source.value.trim() === "") throw usageError("DIR_EMPTY", "--continue 后面的目录是空字符串；省略它即可使用进度里记下的上一章目录");
+  return { rest: positionals.filter((_, index) => index !== ordinal), source: source.value };
 }
 
 /**
@@ -135,6 +133,8 @@ async function prepareContinue(options: {
   openPracticeDir(source, previous, explicit);
   const sourceMarker = readPracticeMarker(source);
 
+  // 只有接续才要编译和跑测试：这两个模块按需加载，普通的 practice 不必为它们多花启动时间
+  const [{ withPracticeLock }, { checkPractice }] = await Promise.all([import("./engine/practice-lock.js"), import("./engine/verify.js")]);
   const check = await withPracticeLock(source, () =>
     checkPractice({ dir: source, chapter: previous, chapters, scope: "all", integrity: { kitRoot: KIT_ROOT, history }, signal: options.stop }),
   );

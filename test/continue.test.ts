@@ -93,10 +93,12 @@ describe("practice --continue：接着自己的代码做下一章", () => {
   test("上一章的目录不是第 03 章的：用法错误，退出码 2", async () => {
     const other = path.join(root, "mine-02");
     assert.equal((await run("practice", "02", other)).code, 0);
-    const { code, stderr } = await run("practice", "04", ch04, "--continue", other);
-    assert.equal(code, 2, stderr);
-    assert.match(stderr, /是第 02 章的练习目录，不是第 03 章的/);
-    assert.ok(!existsSync(ch04));
+    for (const args of [["04", ch04, "--continue", other], ["04", "--use-course", "types.ts", ch04, "--continue", other]]) {
+      const { code, stderr } = await run("practice", ...args);
+      assert.equal(code, 2, stderr);
+      assert.match(stderr, /是第 02 章的练习目录，不是第 03 章的/, "紧跟在 --continue 后面的是上一章的目录");
+      assert.ok(!existsSync(ch04));
+    }
   });
 
   test("接续：带上自己的教学文件（逐字节），加上第 04 章的聚焦测试；没有答案；目录记下来历与起点快照", { timeout: 120_000 }, async () => {
