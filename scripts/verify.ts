@@ -21,6 +21,9 @@ const HELP = `用法：npm run verify -- <章节> [目录] [--json]
 已经点亮的章节这次没通过时仍然保持点亮（记录来自之前那次通过，verify 从不抹掉它）；
 修好后再 verify 一次即可。
 
+practice --continue 接着你自己的代码建的目录，检查与从课程起点开始的目录完全相同；
+点亮时记下这一章是“接着自己的代码”做完的（npm run status 会标出来，--json 里是 basis: own / course）。
+
 <章节> 可以写 3、03 或 message-ir。
 [目录] 默认是 practice 为本章创建的练习目录（通常是套件旁边的 ../pi-practice-NN）。
 进度文件的位置见 npm run status；可用环境变量 PI_COURSE_PROGRESS 改到别处。
