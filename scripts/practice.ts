@@ -1,40 +1,82 @@
 import path from "node:path";
+import * as util from "node:util";
 
 import { BUILD_COMMAND, runCommand as focusedRun } from "./engine/card.js";
+import type { Chapter } from "./engine/chapters.js";
 import { chapterAndDir, paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
+import { conflictReport, deviationSummary, planContinue, previousChapter, readLearnerTree, type ContinuePlan } from "./engine/continue.js";
 import { openChapter } from "./engine/course.js";
+import { CourseError, usageError } from "./engine/errors.js";
+import type { CourseHistory } from "./engine/history.js";
 import { KIT_ROOT } from "./engine/paths.js";
-import { createPractice, defaultPracticeDir, interruptible } from "./engine/practice.js";
+import { checkDestination, createPractice, defaultPracticeDir, interruptible, openPracticeDir, readPracticeMarker } from "./engine/practice.js";
 import { describeFirstRed } from "./engine/card.js";
 import { shortHash } from "./engine/history.js";
-import { progressPath, updateProgress } from "./engine/progress.js";
+import { loadProgress, progressPath, updateProgress, type Progress } from "./engine/progress.js";
 
 const HELP = `用法：npm run practice -- <章节> [目录]
+      npm run practice -- <章节> [目录] --continue [上一章的目录]
 
 从本章起点创建一个隔离的练习目录：起点代码、本章聚焦测试、LEARNING.md，
 没有答案，也没有 git 历史；依赖链接到课程套件，不需要 npm install。
 目录默认是套件旁边的 ../pi-practice-NN，必须在套件之外，且不存在或为空。
 
+--continue：不从课程的起点，而是接着你自己上一章的代码做这一章。
+  上一章的目录默认是进度里记下的那个（practice 或 verify 记下的），也可以紧跟在 --continue 后面写出来。
+  上一章必须已经 verify 通过；接续之前会在那个目录里重新跑一遍上一章和更早各章的测试，
+  没通过就不接续（说出第一处失败）。新目录里是：你自己写的教学文件、本章的聚焦测试、
+  本章从目标切出的新文件，以及本章对其他文件（package.json、测试辅助）的改动。
+  本章也要改你写过的文件时，改动以三方合并织进你的版本；合并不干净就什么也不建，逐个文件说明，
+  由你对每个文件选一种：
+  --keep-mine <文件>   保留你的版本，本章对它的改动你自己照着写（可重复）
+  --use-course <文件>  这个文件用课程的版本，你的版本留在原来的目录里（可重复）
+
   --help   显示本说明`;
 
+const PRACTICE_OPTIONS = {
+  continue: { type: "boolean" },
+  "keep-mine": { type: "string", multiple: true },
+  "use-course": { type: "string", multiple: true },
+} as const;
+
 await runCommand(async () => {
-  const { values, positionals } = parseCommandLine({});
+  const { values, positionals } = parseCommandLine(PRACTICE_OPTIONS);
   if (values.help) {
     console.log(HELP);
     return;
   }
-  const [chapterInput, dirInput] = chapterAndDir(positionals);
+  const { rest, source } = values.continue ? splitContinueSource(positionals) : { rest: positionals, source: undefined };
+  if (!values.continue && (values["keep-mine"] || values["use-course"])) {
+    throw usageError("CONTINUE_ONLY", "--keep-mine 与 --use-course 只和 --continue 一起使用");
+  }
+  const [chapterInput, dirInput] = chapterAndDir(rest);
   // 第一次运行还要构建课程历史：从这里起 Ctrl-C 都先结束 git、删掉临时目录再退出
-  const { chapter, dir, start } = await interruptible(async (stop) => {
-    const { chapter, history } = await openChapter(chapterInput);
+  const { chapter, dir, start, plan, history } = await interruptible(async (stop) => {
+    const { chapters, chapter, history } = await openChapter(chapterInput);
     const dir = dirInput === undefined ? defaultPracticeDir(KIT_ROOT, chapter) : path.resolve(userCwd(), dirInput);
-    const { start } = await createPractice({ kitRoot: KIT_ROOT, chapter, history, dir, stop });
-    return { chapter, dir, start };
+    const plan = values.continue
+      ? await prepareContinue({
+          chapters,
+          chapter,
+          history,
+          dir,
+          source,
+          keepMine: values["keep-mine"] ?? [],
+          useCourse: values["use-course"] ?? [],
+          stop,
+        })
+      : undefined;
+    const { start } = await createPractice({ kitRoot: KIT_ROOT, chapter, history, dir, stop, ...(plan ? { plan } : {}) });
+    return { chapter, dir, start, plan, history };
   });
   rememberPracticeDir(chapter.id, dir);
 
-  console.log(paint("green", `已创建第 ${chapter.id} 章练习目录：${dir}`));
-  console.log(`取自提交 ${shortHash(start)}（${chapter.mode === "观察" ? "目标，观察章" : "起点"}）。先读 LEARNING.md，再运行：`);
+  if (plan) {
+    printContinued(chapter, dir, plan, history);
+  } else {
+    console.log(paint("green", `已创建第 ${chapter.id} 章练习目录：${dir}`));
+    console.log(`取自提交 ${shortHash(start)}（${chapter.mode === "观察" ? "目标，观察章" : "起点"}）。先读 LEARNING.md，再运行：`);
+  }
   console.log("");
   console.log(`  cd ${dir}`);
   console.log(`  ${BUILD_COMMAND} && ${focusedRun(chapter, {})}`);
@@ -46,6 +88,132 @@ await runCommand(async () => {
   console.log(`下面三个命令在课程套件根目录 ${KIT_ROOT} 运行（或在练习目录里直接 npm run verify）：`);
   console.log(`  边写边看：npm run watch -- ${chapter.id}    卡住时：npm run hint -- ${chapter.id}    做完后：npm run verify -- ${chapter.id}`);
 });
+
+/**
+ * --continue 后面紧跟的位置参数是上一章的目录（来源）；其余的照旧是「章节 [目录]」。
+ * 紧跟的若是第一个位置参数（npm run practice -- --continue 04），它仍是章节。
+ */
+function splitContinueSource(positionals: readonly string[]): { rest: string[]; source: string | undefined } {
+  const { tokens } = util.parseArgs({ args: process.argv.slice(2), options: PRACTICE_OPTIONS, allowPositionals: true, strict: false, tokens: true });
+  const flag = tokens.find((token) => token.kind === "option" && token.name === "continue");
+  const ordered = tokens.filter((token) => token.kind === "positional");
+  const ordinal = ordered.findIndex((token) => flag !== undefined && token.index === flag.index + 1);
+  const source = ordered[ordinal];
+  if (ordinal <= 0 || source?.kind !== "positional") return { rest: [...positionals], source: undefined };
+  if (source.value.trim() === "") throw usageError("DIR_EMPTY", "--continue 后面的目录是空字符串；省略它即可使用进度里记下的上一章目录");
+  return { rest: positionals.filter((_, index) => index !== ordinal), source: source.value };
+}
+
+/**
+ * 接续前的三道关：上一章 verify 过；上一章的目录找得到；那里的代码现在仍通过上一章和更早各章的测试。
+ * 都过了才算合并计划；有套不上的文件就整体拒绝。
+ */
+async function prepareContinue(options: {
+  chapters: Chapter[];
+  chapter: Chapter;
+  history: CourseHistory;
+  dir: string;
+  source: string | undefined;
+  keepMine: string[];
+  useCourse: string[];
+  stop: AbortSignal;
+}): Promise<ContinuePlan> {
+  const { chapters, chapter, history, dir } = options;
+  checkDestination(KIT_ROOT, chapter, dir);
+  const previous = previousChapter(chapters, chapter);
+  const loaded = loadProgress(progressPath());
+  if (loaded.warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${loaded.warning}\n`);
+  if (!loaded.progress.verified[previous.id]) {
+    throw new CourseError(
+      "CONTINUE_NOT_VERIFIED",
+      `第 ${previous.id} 章还没有 verify 通过，不能接着它的代码做第 ${chapter.id} 章：先运行 npm run verify -- ${previous.id}，或者从课程起点开始：npm run practice -- ${chapter.id}`,
+    );
+  }
+  const { source, explicit } = chooseSource(chapter, previous, loaded.progress, options.source);
+  openPracticeDir(source, previous, explicit);
+  const sourceMarker = readPracticeMarker(source);
+
+  // 只有接续才要编译和跑测试：这两个模块按需加载，普通的 practice 不必为它们多花启动时间
+  const [{ withPracticeLock }, { checkPractice }] = await Promise.all([import("./engine/practice-lock.js"), import("./engine/verify.js")]);
+  const check = await withPracticeLock(source, () =>
+    checkPractice({ dir: source, chapter: previous, chapters, scope: "all", integrity: { kitRoot: KIT_ROOT, history }, signal: options.stop }),
+  );
+  options.stop.throwIfAborted();
+  if (!check.passed) {
+    throw new CourseError(
+      "CONTINUE_EARLIER_RED",
+      `你在 ${source} 里的代码现在没通过第 ${previous.id} 章及更早章节的测试（第一处：${deviationSummary(check.deviation)}）；` +
+        `修好后再运行一次（npm run verify -- ${previous.id} 会说得更细），或者从课程起点开始：npm run practice -- ${chapter.id}`,
+    );
+  }
+
+  const learnerFiles = [...readLearnerTree(source).files.keys()];
+  const resolve = (inputs: string[], option: string) => inputs.map((input) => resolveProjectFile(input, learnerFiles, option));
+  const plan = await planContinue({
+    kitRoot: KIT_ROOT,
+    chapters,
+    chapter,
+    history,
+    source,
+    sourceOrigin: sourceMarker?.origin,
+    keepMine: resolve(options.keepMine, "--keep-mine"),
+    useCourse: resolve(options.useCourse, "--use-course"),
+  });
+  if (plan.conflicts.length > 0) {
+    for (const line of conflictReport(plan.conflicts, { kitRoot: KIT_ROOT, chapter, history, source })) process.stderr.write(`${line}\n`);
+    throw new CourseError("CONTINUE_CONFLICT", `第 ${chapter.id} 章的改动套不上你的 ${plan.conflicts.length} 个文件（逐个说明见上），什么也没有创建`);
+  }
+  return plan;
+}
+
+/** 上一章的目录：写出来的；否则进度里 practice 记下的；再否则 verify 通过时记下的。 */
+function chooseSource(chapter: Chapter, previous: Chapter, progress: Progress, given: string | undefined): { source: string; explicit: boolean } {
+  if (given !== undefined) return { source: path.resolve(userCwd(), given), explicit: true };
+  const candidates = [progress.practiceDirs[previous.id], progress.verified[previous.id]?.dir].filter((dir): dir is string => dir !== undefined);
+  for (const candidate of candidates) {
+    try {
+      if (readPracticeMarker(candidate)?.chapter === previous.id) return { source: candidate, explicit: false };
+    } catch {
+      // 标记坏了：看下一个
+    }
+  }
+  throw new CourseError(
+    "CONTINUE_NO_SOURCE",
+    `进度里没有找到你第 ${previous.id} 章的练习目录${candidates[0] ? `（记下的 ${candidates[0]} 不在了）` : ""}：把它写在 --continue 后面，例如 npm run practice -- ${chapter.id} --continue ../pi-practice-${previous.id}`,
+  );
+}
+
+/** 接受完整路径（packages/pi-course/src/types.ts）、src/types.ts 或只写 types.ts（唯一时）。 */
+function resolveProjectFile(input: string, files: readonly string[], option: string): string {
+  const wanted = input.replace(/\\/g, "/").replace(/^\.\//, "");
+  if (files.includes(wanted)) return wanted;
+  const hits = files.filter((file) => file.endsWith(`/${wanted}`));
+  if (hits.length === 1 && hits[0] !== undefined) return hits[0];
+  if (hits.length > 1) throw usageError("CONTINUE_FILE_AMBIGUOUS", `${option} ${input} 能指好几个文件（${hits.join("、")}）：写出完整路径`);
+  // 学习者目录里没有的文件（例如删掉了）：按项目根的相对路径照收
+  if (wanted.startsWith("packages/")) return wanted;
+  throw usageError("CONTINUE_FILE_UNKNOWN", `${option} ${input}：你上一章的目录里没有这个文件；写出相对项目根的路径，例如 packages/pi-course/src/types.ts`);
+}
+
+function printContinued(chapter: Chapter, dir: string, plan: ContinuePlan, history: CourseHistory): void {
+  const { origin } = plan;
+  const names = (files: readonly string[]) => files.map((file) => path.posix.basename(file)).join("、");
+  console.log(paint("green", `已接着你第 ${origin.chapter} 章的代码创建第 ${chapter.id} 章练习目录：${dir}`));
+  console.log(`来自 ${origin.from}（你自己的代码，自第 ${origin.ownSince} 章起）。`);
+  if (origin.own.length > 0) console.log(`  原样带来你的：${names(origin.own)}`);
+  if (origin.merged.length > 0) console.log(`  本章的改动织进了你的：${names(origin.merged)}（三方合并，干净）`);
+  if (origin.mine.length > 0) console.log(`  保留你的版本、本章的改动要你自己写：${names(origin.mine)}`);
+  if (origin.course.length > 0) console.log(`  换成了课程的版本：${names(origin.course)}`);
+  const fresh = chapter.teachingFiles.filter((file) => plan.files.has(file) && !isOwnedList(origin, file));
+  console.log(`  本章新加：${names([chapter.focusedTest.path, ...fresh])}${fresh.length > 0 ? "（从课程目标切出的脚手架）" : ""}`);
+  const target = history.chapters[chapter.id]?.target;
+  if (target) console.log(paint("dim", `  课程的目标是 ${shortHash(target)}；status 会把这一章记作“你自己的代码”。`));
+  console.log("先读 LEARNING.md，再运行：");
+}
+
+function isOwnedList(origin: ContinuePlan["origin"], file: string): boolean {
+  return [...origin.own, ...origin.merged, ...origin.mine, ...origin.course].includes(file);
+}
 
 /** 记下本章的练习目录，verify / watch / hint 省略目录时就用它。记不下来不影响练习目录本身。 */
 function rememberPracticeDir(chapterId: string, dir: string): void {

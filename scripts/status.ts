@@ -15,6 +15,7 @@ const HELP = `用法：npm start，或 npm run status [-- --json]
 
 课程地图：按部分列出全部章节，verify 通过的章节被点亮（●），
 还标出下一章、它的练习目录，以及你用了多少级提示。
+点亮的每一章注明是“接着自己的代码”（practice --continue，自第几章起）还是“从课程起点开始”做完的。
 地图只读进度文件，从不修改它（文件损坏时只提醒一句、按空白进度显示，文件原样保留）；
 只有 npm run verify 看到全部通过时才会点亮一章。
 下一章：点亮的最高一章之后第一章没点亮的；后面都亮了就回头找第一章没点亮的。
@@ -85,6 +86,10 @@ await runCommand(async () => {
       console.log(`  边写边看：${paint("cyan", `npm run watch -- ${next.id}`)}`);
     } else {
       console.log(`  还没有练习目录：${paint("cyan", `npm run practice -- ${next.id}`)}（会创建 ${path.relative(userCwd(), nextDir) || nextDir}）`);
+      const previous = chapters[chapters.findIndex((chapter) => chapter.id === next.id) - 1];
+      if (previous && progress.verified[previous.id]) {
+        console.log(`  或者接着你第 ${previous.id} 章自己的代码做：${paint("cyan", `npm run practice -- ${next.id} --continue`)}`);
+      }
     }
   } else if (map.open > 0) {
     console.log(paint("green", `已开放的 ${map.open} 章全部点亮。后面的章节还在写，敬请期待。`));
@@ -96,14 +101,20 @@ function entryLine(entry: MapEntry, isNext: boolean): string {
   const hints = entry.hints > 0 ? paint("dim", `提示 ${entry.hints} 级`) : "";
   switch (entry.state) {
     case "lit":
-      return `${paint("green", "●")} ${entry.id} ${pad(entry.title, 46)}${paint("green", `已点亮 ${day(entry.verifiedAt)}`)}  ${hints}`.trimEnd();
+      return `${paint("green", "●")} ${entry.id} ${pad(entry.title, 46)}${paint("green", `已点亮 ${day(entry.verifiedAt)}`)} ${basisLabel(entry)}  ${hints}`.trimEnd();
     case "lit-old":
-      return `${paint("green", "●")} ${entry.id} ${pad(entry.title, 46)}${paint("yellow", "已点亮（课程已更新，可重新 verify）")} ${hints}`.trimEnd();
+      return `${paint("green", "●")} ${entry.id} ${pad(entry.title, 46)}${paint("yellow", "已点亮（课程已更新，可重新 verify）")} ${basisLabel(entry)} ${hints}`.trimEnd();
     case "open":
       return `○ ${entry.id} ${pad(entry.title, 46)}${isNext ? paint("cyan", "← 下一章") + "  " : ""}${hints}`.trimEnd();
     case "planned":
       return paint("dim", `· ${entry.id} ${pad(entry.title, 46)}未开放`);
   }
+}
+
+/** 点亮的章节做在谁的代码上：接续目录（practice --continue）接着自己的代码，其余从课程起点开始。 */
+function basisLabel(entry: MapEntry): string {
+  if (entry.basis === "own") return paint("cyan", `· 接着自己的代码${entry.ownSince && entry.ownSince !== entry.id ? `（自 ${entry.ownSince} 章起）` : ""}`);
+  return paint("dim", "· 从课程起点开始");
 }
 
 /** 2026-11-30T10:45:04Z → 11-30（本地时间）。 */

@@ -21,6 +21,9 @@ const HELP = `用法：npm run verify -- <章节> [目录] [--json]
 已经点亮的章节这次没通过时仍然保持点亮（记录来自之前那次通过，verify 从不抹掉它）；
 修好后再 verify 一次即可。
 
+practice --continue 接着你自己的代码建的目录，检查与从课程起点开始的目录完全相同；
+点亮时记下这一章是“接着自己的代码”做完的（npm run status 会标出来，--json 里是 basis: own / course）。
+
 <章节> 可以写 3、03 或 message-ir。
 [目录] 默认是 practice 为本章创建的练习目录（通常是套件旁边的 ../pi-practice-NN）。
 进度文件的位置见 npm run status；可用环境变量 PI_COURSE_PROGRESS 改到别处。
@@ -59,7 +62,9 @@ await runCommand(async () => {
   let progress = loaded.progress;
   if (check.passed) {
     const saved = updateProgress(file, (draft) => {
-      recordVerified(draft, chapter.id, { target, verifiedAt: new Date().toISOString(), dir });
+      // 接续目录（practice --continue）做完的章节记作“自己的代码”，status 据此区分
+      const basis = marker.origin ? { basis: "own" as const, ownSince: marker.origin.ownSince } : { basis: "course" as const };
+      recordVerified(draft, chapter.id, { target, verifiedAt: new Date().toISOString(), dir, ...basis });
       draft.practiceDirs[chapter.id] ??= dir;
     });
     if (saved.warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${saved.warning}\n`);
@@ -69,12 +74,15 @@ await runCommand(async () => {
   const earlierPass = check.passed ? undefined : progress.verified[chapter.id];
 
   if (values.json) {
-    console.log(JSON.stringify(toJson(check, target, progress.verified[chapter.id] !== undefined), jsonValue, 2));
+    console.log(JSON.stringify(toJson(check, target, progress.verified[chapter.id] !== undefined, marker.origin ? "own" : "course"), jsonValue, 2));
     if (!check.passed) process.exitCode = 1;
     return;
   }
 
   console.log(paint("bold", `第 ${chapter.id} 章 · ${chapter.title}`) + paint("dim", `  验证 ${dir}`));
+  if (marker.origin) {
+    console.log(paint("dim", `接着你自己的代码做的（自第 ${marker.origin.ownSince} 章起，上一章的目录是 ${marker.origin.from}）；检查与从课程起点开始的目录完全相同。`));
+  }
   if (marker.start !== practiceStart(chapter, history)) {
     console.log(
       paint("yellow", `这个练习目录取自旧版本的课程（${shortHash(marker.start)}）；课程已更新，起点现在是 ${shortHash(practiceStart(chapter, history))}。`),
@@ -90,7 +98,12 @@ await runCommand(async () => {
     console.log("");
     console.log(paint("green", `✓ 第 ${chapter.id} 章已点亮：编译干净，${tests}全部通过。`));
     console.log("别忘了本章的故障实验和验收问题（见练习目录的 LEARNING.md）。");
-    if (next) console.log(`下一章：第 ${next.id} 章 · ${next.title} → ${paint("cyan", `npm run practice -- ${next.id}`)}`);
+    if (next) {
+      console.log(`下一章：第 ${next.id} 章 · ${next.title} → ${paint("cyan", `npm run practice -- ${next.id}`)}`);
+      if (isNextInLine(chapters, chapter, next)) {
+        console.log(`  想接着你自己的代码做：${paint("cyan", `npm run practice -- ${next.id} --continue`)}（何时接续、何时从头开始见 LEARNING.md）`);
+      }
+    }
     else console.log("已开放的章节全部点亮。npm run status 查看整张地图。");
     return;
   }
@@ -114,7 +127,13 @@ await runCommand(async () => {
   throw new CourseError("VERIFY_FAILED", `第 ${chapter.id} 章还没有通过${failing ? `：从实践 ${failing.lab.id} 开始` : ""}（第一处偏差见上）`);
 });
 
-function toJson(check: PracticeCheck, target: string, lit: boolean) {
+/** 下一章紧接着这一章：这时才能用 --continue 接着这个目录做。 */
+function isNextInLine(chapters: readonly { id: string }[], chapter: { id: string }, next: { id: string }): boolean {
+  const index = chapters.findIndex((other) => other.id === chapter.id);
+  return chapters[index + 1]?.id === next.id;
+}
+
+function toJson(check: PracticeCheck, target: string, lit: boolean, basis: "own" | "course") {
   return {
     chapter: check.chapter.id,
     dir: check.dir,
@@ -122,6 +141,8 @@ function toJson(check: PracticeCheck, target: string, lit: boolean) {
     passed: check.passed,
     /** 进度里本章是否点亮：这次通过，或者之前通过过（没通过不会抹掉之前的点亮）。 */
     lit,
+    /** 练习目录是接着学习者自己的代码建的（own），还是从课程起点开始的（course）。 */
+    basis,
     build: { ok: check.build.ok, errors: check.build.errors, ms: Math.round(check.buildMs) },
     labs: check.labs.map((result) => ({
       id: result.lab.id,

@@ -6,8 +6,10 @@ import { isCourseError, usageError } from "./engine/errors.js";
 import { LADDER_HEIGHT, nextHint } from "./engine/hints.js";
 import { currentLab } from "./engine/labs.js";
 import { labPrediction } from "./engine/lesson.js";
+import { ensureHistory } from "./engine/history.js";
 import { COURSE_PACKAGE, KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
-import { openPracticeDir } from "./engine/practice.js";
+import { openPracticeDir, readPracticeMarker } from "./engine/practice.js";
+import { alreadyAtStart, resetFile, resetQuestion, startContent } from "./engine/reset.js";
 import { withPracticeLock } from "./engine/practice-lock.js";
 import { hintsShown, inspectProgress, loadProgress, progressPath, recordHint, updateProgress } from "./engine/progress.js";
 import { buildLine, deviationLines, hintLine, labLines, seconds, watchFooter, type Painter } from "./engine/screen.js";
@@ -34,7 +36,9 @@ const HELP = `用法：npm run watch -- <章节> [目录] [--poll] [--interval �
   --help           显示本说明
 
 在终端里运行时的按键（每屏最后一行也会列出）：
-  r 或回车 重跑 · h 展开当前实践的下一级提示（全部通过时会说不需要提示）· q 或 Ctrl-C 退出`;
+  r 或回车 重跑 · h 展开当前实践的下一级提示（全部通过时会说不需要提示）
+  x 把本章的一个教学文件还原到起点（先选文件，再按 y 确认；你的版本先移到 .pi-course/backup/，同 npm run reset）
+  q 或 Ctrl-C 退出`;
 
 const color: Painter = (style, text) => paint(style, text);
 
@@ -76,6 +80,9 @@ class Session {
   private last: PracticeCheck | undefined;
   private shownHint: string[] = [];
   private notice = "";
+  /** x 键的还原：先选文件，再确认（与 npm run reset 问同一句）。 */
+  private resetting: { stage: "choose" } | { stage: "confirm"; file: string; start: Buffer | undefined } | undefined;
+  private resetLines: string[] = [];
   private stopped = false;
   private lastMs = 0;
   /** 是否在读键盘（只在终端里）；决定页脚要不要列出按键。 */
@@ -213,6 +220,7 @@ class Session {
         if (this.shownHint.length > 0) out.push("", ...this.shownHint);
       }
     }
+    if (this.resetLines.length > 0) out.push("", ...this.resetLines);
     if (this.notice) out.push("", paint("yellow", this.notice));
     const time = new Date().toLocaleTimeString("zh-CN", { hour12: false });
     const cause = this.trigger.length > 0 ? ` · 触发：${this.trigger.slice(0, 3).join("、")}${this.trigger.length > 3 ? " 等" : ""}` : "";
@@ -232,9 +240,16 @@ class Session {
     stdin.setRawMode(true);
     stdin.setEncoding("utf8");
     stdin.on("data", (key: string) => {
-      if (key === "\u0003" || key === "q") this.stop();
-      else if (key === "r" || key === "\r" || key === "\n") this.rerun();
-      else if (key === "h") this.revealHint();
+      if (key === "\u0003") this.stop();
+      else if (this.resetting) void this.answerReset(key);
+      else if (key === "q") this.stop();
+      else if (key === "r" || key === "\r" || key === "\n") {
+        this.resetLines = [];
+        this.rerun();
+      } else if (key === "h") {
+        this.resetLines = [];
+        this.revealHint();
+      } else if (key === "x") void this.offerReset();
     });
   }
 
@@ -260,6 +275,65 @@ class Session {
       if (!isCourseError(error)) throw error;
       this.notice = error.message; // 进度写不进去：提示照样不给出来，但监视继续
     }
+    this.render(this.lastMs);
+  }
+
+  /** x：本章只有一个教学文件时直接问，否则先列出来按数字选。 */
+  private async offerReset(): Promise<void> {
+    const files = this.chapter.teachingFiles;
+    if (files.length === 1 && files[0] !== undefined) return this.askReset(files[0]);
+    this.resetting = { stage: "choose" };
+    this.resetLines = [
+      paint("bold", "还原哪个文件到本章起点？按数字选择，其他键取消："),
+      ...files.map((file, index) => `  ${index + 1}  ${file}`),
+    ];
+    this.render(this.lastMs);
+  }
+
+  private async askReset(file: string): Promise<void> {
+    try {
+      const marker = readPracticeMarker(this.dir);
+      if (!marker) throw new Error("练习目录的标记不见了");
+      const history = await ensureHistory(KIT_ROOT, this.chapters);
+      const start = await startContent(KIT_ROOT, this.chapter, history, this.dir, marker, file);
+      if (alreadyAtStart(this.dir, file, start)) {
+        this.resetting = undefined;
+        this.resetLines = [`${file} 已经是本章起点的样子，什么也没做。`];
+      } else {
+        this.resetting = { stage: "confirm", file, start };
+        this.resetLines = [paint("yellow", resetQuestion(file, start)), "按 y 确认，其他键取消。"];
+      }
+    } catch (error) {
+      this.resetting = undefined;
+      this.resetLines = [`没能还原：${(error as Error).message}`];
+    }
+    this.render(this.lastMs);
+  }
+
+  private async answerReset(key: string): Promise<void> {
+    const state = this.resetting;
+    if (state?.stage === "choose") {
+      const file = this.chapter.teachingFiles[Number(key) - 1];
+      if (/^[1-9]$/.test(key) && file !== undefined) return this.askReset(file);
+    } else if (state?.stage === "confirm" && (key === "y" || key === "Y")) {
+      this.resetting = undefined;
+      try {
+        const outcome = resetFile(this.dir, state.file, state.start);
+        this.resetLines =
+          outcome.kind === "unchanged"
+            ? [`${state.file} 已经是本章起点的样子，什么也没做。`]
+            : [
+                paint("green", outcome.removed ? `已还原 ${state.file}：起点时还没有这个文件，现在它不在了。` : `已把 ${state.file} 还原到本章起点。`),
+                ...(outcome.backup ? [`你的版本在 ${path.join(this.dir, outcome.backup)}（要拿回来：把它挪回原处）。`] : []),
+              ];
+      } catch (error) {
+        this.resetLines = [`没能还原：${(error as Error).message}`];
+      }
+      this.render(this.lastMs);
+      return; // 文件变了：监视会照常重跑
+    }
+    this.resetting = undefined;
+    this.resetLines = ["没有还原，文件原样未动。"];
     this.render(this.lastMs);
   }
 

@@ -20,6 +20,7 @@ import { abortGitProcesses } from "./git.js";
 import { createLink, expectedLinks, isSymlink } from "./links.js";
 import { isInside } from "./paths.js";
 import { practiceTeachingFiles } from "./starter.js";
+import { writePlan, type ContinueOrigin, type ContinuePlan } from "./continue.js";
 
 export const PRACTICE_MARKER = ".pi-course-practice.json";
 export const GUIDE_FILE = "LEARNING.md";
@@ -30,6 +31,8 @@ export interface PracticeMarker {
   /** 练习目录取自哪个提交：重建章是起点，观察章是目标。 */
   start: string;
   kitRoot: string;
+  /** 用 --continue 接着学习者上一章的目录建的：来历与各文件的归属（普通 practice 没有这一项）。 */
+  origin?: ContinueOrigin;
 }
 
 export interface PracticeResult {
@@ -49,12 +52,20 @@ export function readPracticeMarker(dir: string): PracticeMarker | undefined {
   try {
     const marker = JSON.parse(readFileSync(file, "utf8")) as Partial<PracticeMarker>;
     if (typeof marker.chapter === "string" && typeof marker.start === "string") {
-      return { chapter: marker.chapter, slug: marker.slug ?? "", start: marker.start, kitRoot: marker.kitRoot ?? "" };
+      const origin = isOrigin(marker.origin) ? { origin: marker.origin } : {};
+      return { chapter: marker.chapter, slug: marker.slug ?? "", start: marker.start, kitRoot: marker.kitRoot ?? "", ...origin };
     }
   } catch {
     // 落到下面的统一说明
   }
   throw new CourseError("PRACTICE_MARKER_BROKEN", `${file} 已损坏：请用 npm run practice 重新创建一个练习目录，把你的文件搬过去`);
+}
+
+function isOrigin(value: unknown): value is ContinueOrigin {
+  if (typeof value !== "object" || value === null) return false;
+  const origin = value as Record<string, unknown>;
+  const lists = ["own", "merged", "course", "mine"].every((key) => Array.isArray(origin[key]) && (origin[key] as unknown[]).every((item) => typeof item === "string"));
+  return typeof origin.from === "string" && typeof origin.chapter === "string" && typeof origin.ownSince === "string" && lists;
 }
 
 /**
@@ -100,8 +111,10 @@ export async function createPractice(options: {
   dir: string;
   /** 被 Ctrl-C 打断时由 interruptible 触发：停在下一步之前，收尾后退出。 */
   stop?: AbortSignal;
+  /** --continue：不从课程起点，而是按算好的内容（学习者的代码 + 本章的改动）建目录。 */
+  plan?: ContinuePlan;
 }): Promise<PracticeResult> {
-  const { kitRoot, chapter, history, stop } = options;
+  const { kitRoot, chapter, history, stop, plan } = options;
   const dir = path.resolve(options.dir);
   checkDestination(kitRoot, chapter, dir);
 
@@ -110,7 +123,8 @@ export async function createPractice(options: {
   makeStaging(parentDir, staging);
   try {
     const start = practiceStart(chapter, history);
-    await fillPractice(kitRoot, chapter, history, start, staging);
+    if (plan) fillContinued(kitRoot, chapter, history, start, plan, staging);
+    else await fillPractice(kitRoot, chapter, history, start, staging);
     await pauseForTests(stop);
     stop?.throwIfAborted();
     moveIntoPlace(staging, dir, chapter);
@@ -173,7 +187,7 @@ function moveIntoPlace(staging: string, dir: string, chapter: Chapter): void {
   }
 }
 
-function checkDestination(kitRoot: string, chapter: Chapter, dir: string): void {
+export function checkDestination(kitRoot: string, chapter: Chapter, dir: string): void {
   if (isSymlink(dir)) {
     throw usageError(
       "PRACTICE_SYMLINK",
@@ -242,6 +256,34 @@ async function fillPractice(
   const marker: PracticeMarker = { chapter: chapter.id, slug: chapter.slug, start, kitRoot };
   writeFileSync(path.join(dir, PRACTICE_MARKER), `${JSON.stringify(marker, null, 2)}\n`);
   linkDependencies(kitRoot, dir);
+}
+
+/** 接续目录：学习者的代码 + 本章的改动（continue.ts 已经算好），再加上和普通练习目录一样的卡片、标记与依赖链接。 */
+function fillContinued(kitRoot: string, chapter: Chapter, history: CourseHistory, start: string, plan: ContinuePlan, dir: string): void {
+  writePlan(plan, dir);
+  writeFileSync(path.join(dir, GUIDE_FILE), `${renderPracticeGuide(chapter, history).trimEnd()}\n\n${continuedNote(chapter, plan)}`);
+  const marker: PracticeMarker = { chapter: chapter.id, slug: chapter.slug, start, kitRoot, origin: plan.origin };
+  writeFileSync(path.join(dir, PRACTICE_MARKER), `${JSON.stringify(marker, null, 2)}\n`);
+  linkDependencies(kitRoot, dir);
+}
+
+/** 接续目录的卡片末尾：这里的代码从哪来，哪些文件是你的。 */
+function continuedNote(chapter: Chapter, plan: ContinuePlan): string {
+  const { origin } = plan;
+  const list = (title: string, files: readonly string[]) => (files.length > 0 ? [`- ${title}：${files.map((file) => `\`${file}\``).join("、")}`] : []);
+  return [
+    "## 这个目录接着你自己的代码",
+    "",
+    `它由 \`npm run practice -- ${chapter.id} --continue\` 从你第 ${origin.chapter} 章的目录 \`${origin.from}\` 建成：自第 ${origin.ownSince} 章起的代码都是你自己写的。`,
+    "",
+    ...list("原样带来的你的文件", origin.own),
+    ...list("织进了本章改动的你的文件", origin.merged),
+    ...list("保留你的版本、本章的改动要你自己写", origin.mine),
+    ...list("换成了课程版本的文件", origin.course),
+    "",
+    `某个文件改乱了：\`npm run reset -- ${chapter.id} <文件>\` 把它放回这里的起点（也就是上面这些你自己的版本），你的改动先进 \`.pi-course/backup/\`。`,
+    "",
+  ].join("\n");
 }
 
 function writeProjectFile(root: string, file: string, content: string): void {

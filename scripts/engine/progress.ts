@@ -22,6 +22,13 @@ export interface VerifiedChapter {
   verifiedAt: string;
   /** 被验证的练习目录。 */
   dir: string;
+  /**
+   * 这一章是在谁的代码上做完的：own 是 practice --continue 接着学习者自己上一章的代码，
+   * course 是从课程的起点开始。旧版本套件写的记录没有这一项（按 course 显示）。
+   */
+  basis?: "own" | "course";
+  /** basis 为 own 时：从第几章起一直是学习者自己的代码。 */
+  ownSince?: string;
 }
 
 export interface Progress {
@@ -282,7 +289,9 @@ function parseProgress(raw: unknown): Progress | string {
     if (!isRecord(entry) || typeof entry.target !== "string" || typeof entry.verifiedAt !== "string" || typeof entry.dir !== "string") {
       return `里第 ${id} 章的记录不完整`;
     }
-    progress.verified[id] = { target: entry.target, verifiedAt: entry.verifiedAt, dir: entry.dir };
+    const basis: Pick<VerifiedChapter, "basis"> = entry.basis === "own" || entry.basis === "course" ? { basis: entry.basis } : {};
+    const ownSince = typeof entry.ownSince === "string" ? { ownSince: entry.ownSince } : {};
+    progress.verified[id] = { target: entry.target, verifiedAt: entry.verifiedAt, dir: entry.dir, ...basis, ...ownSince };
   }
   for (const [id, labs] of Object.entries(hints)) {
     if (!isRecord(labs)) return `里第 ${id} 章的提示记录不对`;

@@ -199,7 +199,7 @@ export function hintLine(chapter: Chapter, lab: Lab, shown: number, paint: Paint
 export function watchFooter(mode: "events" | "poll", interactive: boolean): string {
   const how = mode === "events" ? "文件事件" : "轮询";
   return interactive
-    ? `监视中（${how}）：保存文件即重跑 · 按键：r 重跑、h 下一级提示、q 退出`
+    ? `监视中（${how}）：保存文件即重跑 · 按键：r 重跑、h 下一级提示、x 还原文件、q 退出`
     : `监视中（${how}）：保存文件即重跑，Ctrl-C 退出`;
 }
 

@@ -70,6 +70,10 @@ export interface MapEntry {
   state: ChapterState;
   chapter?: Chapter;
   verifiedAt?: string;
+  /** 点亮的章节是在谁的代码上做完的：own（practice --continue，学习者自己的代码）或 course（课程起点）。 */
+  basis?: "own" | "course";
+  /** basis 为 own 时，学习者自己的代码从第几章起。 */
+  ownSince?: string;
   hints: number;
 }
 
@@ -122,7 +126,8 @@ export function courseMap(chapters: readonly Chapter[], progress: Progress, targ
       state,
       chapter,
       hints,
-      ...(verified ? { verifiedAt: verified.verifiedAt } : {}),
+      ...(verified ? { verifiedAt: verified.verifiedAt, basis: verified.basis ?? "course" } : {}),
+      ...(verified?.ownSince ? { ownSince: verified.ownSince } : {}),
     };
   }
 
