@@ -21,6 +21,7 @@ practice --continue 建的目录是创建那一刻的样子（也就是你自己
 
 <文件> 可以写完整路径（packages/pi-course/src/types.ts）、相对当前目录的路径，或只写文件名（types.ts）。
 [目录] 默认与 verify 相同（practice 为本章创建的目录）。
+在练习目录里运行时，章节和目录都可以省掉：npm run reset -- types.ts
 在终端里会先问一句再动手；在脚本里（不是终端）必须加 --yes。
 watch 里按 x 也能还原，问的是同一句。
 

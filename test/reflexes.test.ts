@@ -6,6 +6,7 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { KIT, runScript, spawnProcess, tempDir, TSX } from "./helpers.js";
+import { optionsSwallowedByNpm } from "../scripts/engine/cli.js";
 
 const work = tempDir("reflexes");
 after(() => work.remove());
@@ -133,6 +134,12 @@ describe("忘了 --", () => {
     const result = await runScript("hint", ["03", "3.1", "1"], { env: { npm_lifecycle_event: "hint", npm_config_level: "true" } });
     assert.equal(result.code, 2);
     assert.match(result.stderr, /忘了 `--`？.*--level/);
+  });
+
+  test("写在 -- 之后的 --yes：npm 11 照样设了 npm_config_yes，但命令收到了它，不算忘了 --", () => {
+    const env = { npm_lifecycle_event: "reset", npm_config_yes: "true" };
+    assert.deepEqual(optionsSwallowedByNpm(["yes"], env, ["03", "types.ts", "--yes"]), []);
+    assert.deepEqual(optionsSwallowedByNpm(["yes"], env, ["03", "types.ts"]), ["yes"]);
   });
 
   test("真正经过 npm：npm run verify 03 --json", { timeout: 60_000 }, async () => {

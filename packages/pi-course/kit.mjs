@@ -1,4 +1,4 @@
-// 课程项目里的 checkpoint、practice、verify、hint、watch、status、doctor 都经这里转交给课程套件。
+// 课程项目里的 checkpoint、practice、verify、hint、watch、reset、status、doctor 都经这里转交给课程套件。
 // - 在课程套件里（../../scripts/<命令>.ts 存在）：原样转给套件脚本。
 // - 在练习目录里：.pi-course-practice.json 记着套件的位置和章节，替学习者补上章节号和练习目录，
 //   所以在练习目录里（包括 packages/pi-course、src 这些子目录）直接 `npm run verify` 就行。
@@ -61,6 +61,12 @@ function withPracticeDefaults(given, chapter) {
     }
     case "checkpoint":
       return positionals.length === 0 ? [chapter, ...given] : given;
+    case "reset": {
+      // `npm run reset -- types.ts` 在练习目录里的意思是“本章、这个目录里的 types.ts”。
+      const withChapter = positionals.length > 0 && /^\d{1,2}$/.test(positionals[0]) ? given : [chapter, ...given];
+      const named = withChapter.filter((arg) => !arg.startsWith("-")).length;
+      return named === 2 ? [...withChapter, projectRoot] : withChapter;
+    }
     default:
       return given;
   }

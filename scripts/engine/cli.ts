@@ -102,9 +102,15 @@ export function parseCommandLine<const T extends NonNullable<util.ParseArgsConfi
  * 的形式传下来，命令本身看不到这个选项（--level 1 的 1 还会变成多余的位置参数）。
  * 只在 npm 启动的命令里（有 npm_lifecycle_event）才这样判断。
  */
-export function optionsSwallowedByNpm(names: readonly string[], env: NodeJS.ProcessEnv = process.env): string[] {
+export function optionsSwallowedByNpm(
+  names: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+  argv: readonly string[] = process.argv.slice(2),
+): string[] {
   if (env.npm_lifecycle_event === undefined) return [];
-  return names.filter((name) => env[`npm_config_${name.replace(/-/g, "_")}`] !== undefined);
+  // npm 11 对 --yes 这类它也认识的开关，写在 -- 之后照样设 npm_config_yes：命令自己收到了，就不算被吞
+  const received = (name: string) => argv.some((arg) => arg === `--${name}` || arg.startsWith(`--${name}=`));
+  return names.filter((name) => env[`npm_config_${name.replace(/-/g, "_")}`] !== undefined && !received(name));
 }
 
 function forgottenDashes(swallowed: readonly string[], options: NonNullable<util.ParseArgsConfig["options"]>): CourseError {
