@@ -5,6 +5,10 @@
  * 循环只追加两种消息：模型说的 assistant，和工具的 toolResult。它不写 system 消息，
  * 也不改调用方传入的数组；新消息作为结果交回，由调用方决定怎样保存。
  *
+ * 每次调用模型之前，transcript 依次过两道闸：先 transformContext（可选：裁剪、注入），
+ * 再 convertToLlm（把应用自己的角色变成模型认识的消息）。两道闸的输出只给这一次请求用，
+ * 从不写回 transcript。
+ *
  * 每个 turn 的 stopReason 决定下一步：
  *   toolUse 且有工具调用   执行全部调用（并发），结果按源顺序追加，再问模型
  *   stop 且没有工具调用    正常结束
@@ -16,8 +20,10 @@
 import { executeToolCall, type ToolOutput, type ToolRegistry } from "./tools.js";
 import {
   text,
+  type AgentContext,
   type AgentMessage,
   type AssistantMessage,
+  type Message,
   type Model,
   type ModelEvent,
   type StopReason,
@@ -44,12 +50,25 @@ export type AgentEvent =
   | { type: "turn_end"; message: AssistantMessage; toolResults: ToolResultMessage[] }
   | { type: "agent_end"; messages: AgentMessage[]; reason: AgentEndReason; errorMessage?: string };
 
+/** 闸一：在 transcript 的副本上裁剪或注入，结果仍是 AgentMessage，可以含应用自己的角色。 */
+export type TransformContext = (
+  messages: AgentMessage[],
+  signal: AbortSignal,
+) => AgentMessage[] | Promise<AgentMessage[]>;
+
+/** 闸二：通往模型的唯一出口，交出的只能是模型认识的四种消息。 */
+export type ConvertToLlm = (messages: AgentMessage[]) => Message[] | Promise<Message[]>;
+
 export interface AgentLoopOptions {
   model: Model;
   /** 到目前为止的 transcript（通常以新的 user 消息结尾）；循环只读不改。 */
   messages: readonly AgentMessage[];
   tools: ToolRegistry;
   signal?: AbortSignal;
+  /** 每次调用模型之前先经过它；省略时原样通过。 */
+  transformContext?: TransformContext;
+  /** 紧接着 transformContext；省略时用 defaultConvertToLlm。 */
+  convertToLlm?: ConvertToLlm;
   /** 最多调用模型几次，默认 20：模型反复请求工具时，循环也会停下。 */
   maxSteps?: number;
   onEvent?: (event: AgentEvent) => void;
@@ -140,14 +159,46 @@ export function notExecutedResult(call: ToolCall, stopReason: StopReason, timest
   // #endregion
 }
 
+// ── 两道闸：transcript → 这一次请求的 context ──────────────────
+
+// #region lab 9.4 辅助
+/** 请求里只能出现这四种角色；应用登记的角色一个也不在其中。 */
+const LLM_ROLES: ReadonlySet<string> = new Set<Message["role"]>(["system", "user", "assistant", "toolResult"]);
+
+function isLlmMessage(message: AgentMessage): message is Message {
+  return LLM_ROLES.has(message.role);
+}
+// #endregion
+
+/** 模型认识的角色原样留下，别的（应用自己登记的角色）一声不响地丢掉。 */
+export function defaultConvertToLlm(messages: AgentMessage[]): Message[] {
+  // #region lab 9.4
+  return messages.filter(isLlmMessage);
+  // #endregion
+}
+
+/** 顺序固定：先 transform，再 convert。两道闸都拿副本，transcript 本身一个字节也不变。 */
+export async function buildLlmContext(
+  transcript: readonly AgentMessage[],
+  options: Pick<AgentLoopOptions, "transformContext" | "convertToLlm" | "tools">,
+  signal: AbortSignal,
+): Promise<AgentContext> {
+  // #region lab 9.4
+  let messages: AgentMessage[] = [...transcript];
+  if (options.transformContext !== undefined) messages = await options.transformContext(messages, signal);
+  const convert = options.convertToLlm ?? defaultConvertToLlm;
+  const llmMessages = await convert([...messages]);
+  return { messages: llmMessages, tools: options.tools.definitions() };
+  // #endregion
+}
+
 // ── 模型这一半：把模型流变成消息事件 ────────────────────────────
 
 type Emit = (event: AgentEvent) => void;
 
 /** 调用一次模型：把它的事件转成 message_start / update / end，交回最终的 assistant。 */
-async function streamAssistant(messages: AgentMessage[], options: AgentLoopOptions, emit: Emit): Promise<AssistantMessage> {
+async function streamAssistant(context: AgentContext, options: AgentLoopOptions, emit: Emit): Promise<AssistantMessage> {
   // #region lab 7.1
-  const context = { messages, tools: options.tools.definitions() };
   const stream = options.model.stream(context, options.signal ? { signal: options.signal } : {});
   let started = false;
   for await (const event of stream) {
@@ -208,13 +259,20 @@ async function runTurns(options: AgentLoopOptions, added: AgentMessage[], emit: 
   // #region lab 7.1
   const signal = options.signal ?? new AbortController().signal;
   const now = options.now ?? Date.now;
+  // 循环手里的 transcript：调用方的历史加上这次的新消息。两道闸只拿到它的副本。
+  const transcript: AgentMessage[] = [...options.messages];
+  const append = (message: AgentMessage) => {
+    transcript.push(message);
+    added.push(message);
+  };
   for (let step = 1; ; step += 1) {
     const blocked = stopBeforeCall(step, options);
     if (blocked !== undefined) return { reason: blocked };
 
     emit({ type: "turn_start", step });
-    const message = await streamAssistant([...options.messages, ...added], options, emit);
-    added.push(message);
+    const context = await buildLlmContext(transcript, options, signal);
+    const message = await streamAssistant(context, options, emit);
+    append(message);
 
     const plan = planTurn(message);
     const toolResults =
@@ -224,7 +282,7 @@ async function runTurns(options: AgentLoopOptions, added: AgentMessage[], emit: 
     for (const result of toolResults) {
       emit({ type: "message_start", message: result });
       emit({ type: "message_end", message: result });
-      added.push(result);
+      append(result);
     }
     emit({ type: "turn_end", message, toolResults });
     if (plan.kind === "finish") return plan.end;

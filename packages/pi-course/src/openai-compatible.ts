@@ -8,14 +8,15 @@ import { readSseData, type SseLimits } from "./sse.js";
 import {
   assistantMessage,
   currentSystemPrompt,
+  currentTools,
   text,
   textOf,
   type AgentContext,
-  type AgentMessage,
   type AssistantContent,
   type AssistantMessage,
   type DoneReason,
   type ErrorReason,
+  type Message,
   type Model,
   type ModelEvent,
   type StreamOptions,
@@ -110,7 +111,7 @@ function toAssistantMessage(message: AssistantMessage): ChatMessage {
 }
 
 /** system 消息在这里一条也不发：它们已经合成开头那一条，再发就成了两份指令。 */
-function toChatMessages(message: AgentMessage): ChatMessage[] {
+function toChatMessages(message: Message): ChatMessage[] {
   switch (message.role) {
     case "system":
       return [];
@@ -120,6 +121,8 @@ function toChatMessages(message: AgentMessage): ChatMessage[] {
       return [toAssistantMessage(message)];
     case "toolResult":
       return [{ role: "tool", tool_call_id: message.toolCallId, content: textOf(message) }];
+    default:
+      return unknownRole(message);
   }
 }
 
@@ -131,6 +134,30 @@ function toChatTool(tool: ToolDefinition): ChatTool {
   };
 }
 // #endregion
+
+/**
+ * 类型上走不到这里；运行时走到了，说明应用自己的角色绕过了 convertToLlm。
+ * 宁可整个请求失败，也不把一条服务器看不懂的消息发出去。
+ */
+function unknownRole(message: never): never {
+  // #region lab 9.4
+  const role = (message as { role?: unknown }).role;
+  throw new Error(
+    `消息角色 ${String(role)} 不是模型认识的角色（system / user / assistant / toolResult）：` +
+      "请在 convertToLlm 里把它转换成模型认识的消息，或者丢掉它。",
+  );
+  // #endregion
+}
+
+/** transcript 用 toolsAdded / toolsRemoved 声明过工具时，以它重放出的工具集为准。 */
+function declaresTools(messages: readonly Message[]): boolean {
+  // #region lab 9.5
+  return messages.some(
+    (message) =>
+      message.role === "system" && (message.toolsAdded !== undefined || message.toolsRemoved !== undefined),
+  );
+  // #endregion
+}
 
 /** 一次调用的完整请求体。只读 context，不改它。 */
 export function toChatRequest(context: AgentContext, model: string): ChatRequest {
@@ -144,7 +171,7 @@ export function toChatRequest(context: AgentContext, model: string): ChatRequest
     stream: true,
     stream_options: { include_usage: true },
   };
-  const tools = context.tools ?? [];
+  const tools = declaresTools(context.messages) ? currentTools(context.messages) : (context.tools ?? []);
   if (tools.length > 0) request.tools = tools.map(toChatTool);
   return request;
   // #endregion

@@ -40,6 +40,10 @@ export interface SystemMessage {
   content: string;
   /** 具名段落：后来的 system message 按名字覆盖，null 表示删掉该段。 */
   sections?: Record<string, string | null>;
+  /** 从这条起可以用的工具；与已有工具同名时以这里的定义为准。 */
+  toolsAdded?: ToolDefinition[];
+  /** 从这条起不再可用的工具，只按名字指认。 */
+  toolsRemoved?: ToolReference[];
   timestamp: number;
 }
 
@@ -79,12 +83,26 @@ export interface ToolResultMessage<TDetails = unknown> {
   timestamp: number;
 }
 
-/** transcript 里的每一项：先看 role，才能读该角色独有的字段。 */
-export type AgentMessage =
-  | SystemMessage // Agent 的指令
+/** 模型认识的四种消息：请求里只能出现它们。先看 role，才能读该角色独有的字段。 */
+export type Message =
+  | SystemMessage // Agent 的指令与工具集
   | UserMessage // 用户的请求
   | AssistantMessage // 模型的说明与工具请求
   | ToolResultMessage; // 环境执行工具后的结果
+
+/**
+ * 应用自己的消息角色，靠声明合并登记（键名随意，值是带 role 的消息类型）：
+ *
+ *   declare module "./types.js" {
+ *     interface CustomAgentMessages { auditNote: AuditNote }
+ *   }
+ *
+ * 课程本身不登记任何角色，所以默认它是空的，AgentMessage 就等于 Message。
+ */
+export interface CustomAgentMessages {}
+
+/** transcript 里的每一项：模型认识的四种，加上应用登记的角色。发给模型之前要先转换。 */
+export type AgentMessage = Message | CustomAgentMessages[keyof CustomAgentMessages];
 
 /** 一份 JSON Schema。课程不在类型里展开它的结构：它要原样交给模型和校验器。 */
 export type JsonSchema = { [key: string]: unknown };
@@ -96,9 +114,15 @@ export interface ToolDefinition {
   parameters: JsonSchema;
 }
 
-/** 一次模型调用看到的输入：按发生顺序排好的 transcript，指令也在其中。 */
+/** 撤下一个工具只需要名字：定义早已写在前面的 system message 里。 */
+export interface ToolReference {
+  name: string;
+}
+
+/** 一次模型调用看到的输入：转换后的消息，按发生顺序，指令也在其中。 */
 export interface AgentContext {
-  messages: AgentMessage[];
+  /** 只有模型认识的角色：应用自己的角色必须先经过 convertToLlm。 */
+  messages: Message[];
   /** 这次调用向模型声明的工具；省略或为空表示模型只能说话。 */
   tools?: ToolDefinition[];
 }
@@ -179,16 +203,37 @@ export function assistantMessage(
 
 // ── system 重放 ─────────────────────────────────────────────────
 
+function isSystemMessage(message: AgentMessage): message is SystemMessage {
+  return message.role === "system";
+}
+
+/**
+ * 按顺序重放每条 system message 的工具差量，得到此刻可用的工具集。
+ * 同一条消息里先撤下、再加入：这样一条消息就能表达“换掉某个工具的定义”。
+ */
+export function currentTools(messages: readonly AgentMessage[]): ToolDefinition[] {
+  // #region lab 9.5
+  const tools = new Map<string, ToolDefinition>();
+  for (const system of messages.filter(isSystemMessage)) {
+    for (const removed of system.toolsRemoved ?? []) tools.delete(removed.name);
+    for (const added of system.toolsAdded ?? []) {
+      // 先删再加：重新声明的工具排到末尾，顺序和“最后一次声明”一致。
+      tools.delete(added.name);
+      tools.set(added.name, added);
+    }
+  }
+  return [...tools.values()];
+  // #endregion
+}
+
 /**
  * 把 transcript 里的 system message 依出现顺序合并成此刻生效的一条。
- * 只读：改指令靠追加新消息，已经写下的消息一条都不动。
+ * 只读：改指令靠追加新消息，已经写下的消息一条都不动。别的角色一律跳过。
  */
 export function currentSystemMessage(
   messages: readonly AgentMessage[],
 ): SystemMessage | undefined {
-  const systems = messages.filter(
-    (message): message is SystemMessage => message.role === "system",
-  );
+  const systems = messages.filter(isSystemMessage);
   const first = systems[0];
   if (first === undefined) return undefined;
 
@@ -209,6 +254,9 @@ export function currentSystemMessage(
   };
   // 段落删光以后不留一个空对象，重放结果和“从没写过段落”看起来一样。
   if (sections.size > 0) merged.sections = Object.fromEntries(sections);
+  // 工具集同理：重放出的是“此刻的全集”，放在 toolsAdded 里，一个都没有就不写。
+  const tools = currentTools(systems);
+  if (tools.length > 0) merged.toolsAdded = tools;
   return merged;
 }
 
@@ -233,7 +281,7 @@ export function currentSystemPrompt(
  * 只取文字的有损视图，供终端显示、搜索和摘要使用。
  * 工具调用被略过，但原消息的 content 保持完整。
  */
-export function textOf(message: AgentMessage): string {
+export function textOf(message: Message): string {
   // system 消息没有 content 数组，它的文字就是渲染后的 prompt。
   if (message.role === "system") return systemMessageText(message);
   const texts: string[] = [];

@@ -128,7 +128,7 @@ test("4.1 content 按脚本顺序播出，contentIndex 跟着 block 在数组里
 
 test("4.2 同一个实例逐次播放下一个 turn：README 往返不联网也能走完两次调用", { timeout: 1_000 }, async () => {
   const model = new ScriptedModel(readmeScript, fixedClock);
-  const messages: AgentMessage[] = [question];
+  const messages: AgentContext["messages"] = [question];
 
   const first = await model.stream({ messages }).result();
   assert.equal(first.stopReason, "toolUse");

@@ -363,7 +363,7 @@ test("5.3 README 往返对着真实 HTTP 服务器走完：请求带 Bearer key 
 
   await withServer([sseReply(first), sseReply(second)], async (baseUrl, seen) => {
     const model = modelAt(baseUrl);
-    const messages: AgentMessage[] = [instructions, question];
+    const messages: AgentContext["messages"] = [instructions, question];
     const context: AgentContext = { messages, tools: [readTool] };
 
     const one = await call(model, context);

@@ -1,0 +1,502 @@
+import assert from "node:assert/strict";
+import test from "node:test";
+
+import { Agent } from "../src/agent.js";
+import { defaultConvertToLlm, type AgentEvent } from "../src/agent-loop.js";
+import { initialAgentState, reduceAgentState, type AgentState } from "../src/agent-state.js";
+import { OpenAiCompatibleModel, toChatRequest } from "../src/openai-compatible.js";
+import { s } from "../src/schema.js";
+import { ScriptedModel, type ScriptedTurn } from "../src/scripted-model.js";
+import { defineTool, type ToolContext } from "../src/tools.js";
+import {
+  assistantMessage,
+  currentSystemMessage,
+  currentTools,
+  text,
+  userMessage,
+  type AgentMessage,
+  type Message,
+  type SystemMessage,
+  type ToolCall,
+  type ToolResultMessage,
+} from "../src/types.js";
+
+// ── 本章登记的应用角色：审计记录。它只写给人看，不该进模型的上下文 ─────
+
+interface AuditNote {
+  role: "auditNote";
+  /** 给人看的严重程度：warning 级别的记录，有的转换器会转告模型。 */
+  severity: "info" | "warning";
+  text: string;
+  timestamp: number;
+}
+
+declare module "../src/types.js" {
+  interface CustomAgentMessages {
+    auditNote: AuditNote;
+  }
+}
+
+const note: AgentMessage = { role: "auditNote", text: "跳过了 3 个生成文件", severity: "info", timestamp: 1_500 };
+
+// ── 场景 ────────────────────────────────────────────────────────
+
+const clock = { now: () => 1_000 };
+
+function call(id: string, name: string, args: unknown): ToolCall {
+  return { type: "toolCall", id, name, arguments: args };
+}
+
+const readReadme = call("call_1", "read", { path: "README.md" });
+
+function readTool(description = "读取工作区里的一个文本文件。") {
+  return defineTool({
+    name: "read",
+    description,
+    parameters: s.object({ path: s.string() }),
+    async execute() {
+      return { content: [text("# tiny-pi")] };
+    },
+  });
+}
+
+function lsTool(description = "列出一个目录。") {
+  return defineTool({
+    name: "ls",
+    description,
+    parameters: s.object({ path: s.string() }),
+    async execute() {
+      return { content: [text("README.md")] };
+    },
+  });
+}
+
+const readThenAnswer: ScriptedTurn[] = [
+  { kind: "reply", content: [text("我先读 README。"), readReadme], stopReason: "toolUse" },
+  { kind: "reply", content: [text("项目名是 tiny-pi。")], stopReason: "stop" },
+];
+
+function say(words: string): ScriptedTurn {
+  return { kind: "reply", content: [text(words)], stopReason: "stop" };
+}
+
+function roles(messages: readonly AgentMessage[]): string[] {
+  return messages.map((message) => message.role);
+}
+
+/** 只看对话：system message 由 9.3、9.5 负责，9.2 不关心它们。 */
+function dialogue(messages: readonly AgentMessage[]): string[] {
+  return roles(messages).filter((role) => role !== "system");
+}
+
+/** 同步动作抛出的错误信息；没有抛出时也交回一句话，断言失败时读得懂。 */
+function thrownMessage(action: () => void): string {
+  try {
+    action();
+    return "没有抛出";
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+}
+
+function systemsOf(messages: readonly AgentMessage[]): SystemMessage[] {
+  return messages.filter((message): message is SystemMessage => message.role === "system");
+}
+
+// ── 9.1 纯的 reducer ────────────────────────────────────────────
+
+test("9.1 reduceAgentState 是纯函数：不改旧状态，每个改变状态的事件都交回一个新对象", () => {
+  const question = userMessage("你好", 1);
+  const answer = assistantMessage([text("你好！")], "stop", { timestamp: 2 });
+  const events: AgentEvent[] = [
+    { type: "agent_start" },
+    { type: "message_start", message: answer },
+    { type: "message_end", message: answer },
+    { type: "agent_end", messages: [answer], reason: "stop" },
+  ];
+  let state = initialAgentState([question]);
+  for (const event of events) {
+    const before = structuredClone(state);
+    const next = reduceAgentState(state, event);
+    assert.deepEqual(state, before, `${event.type} 改写了旧状态`);
+    assert.notEqual(next, state, `${event.type} 没有交回新对象`);
+    state = next;
+  }
+  assert.deepEqual(state.messages, [question, answer]);
+});
+
+test("9.1 assistant 生成中的 partial 放在 streamMessage；message_end 把消息追加进 messages 并清空它", () => {
+  const partial = assistantMessage([text("我先")], "stop", { timestamp: 2 });
+  const final = assistantMessage([text("我先读 README。")], "stop", { timestamp: 2 });
+  let state = reduceAgentState(initialAgentState(), { type: "agent_start" });
+  state = reduceAgentState(state, { type: "message_start", message: partial });
+  assert.equal(state.streamMessage, partial);
+  assert.deepEqual(state.messages, [], "生成中的 partial 不是 transcript 的一部分");
+  state = reduceAgentState(state, { type: "message_end", message: final });
+  assert.deepEqual(state.messages, [final]);
+  assert.equal(state.streamMessage, undefined);
+});
+
+test("9.1 工具一开始执行就进 pendingToolCalls，交回结果就出来", () => {
+  const ids = { toolName: "read" };
+  let state = reduceAgentState(initialAgentState(), { type: "agent_start" });
+  state = reduceAgentState(state, { type: "tool_execution_start", toolCallId: "a", args: {}, ...ids });
+  state = reduceAgentState(state, { type: "tool_execution_start", toolCallId: "b", args: {}, ...ids });
+  assert.deepEqual(state.pendingToolCalls, ["a", "b"]);
+  const result: ToolResultMessage = { role: "toolResult", toolCallId: "a", toolName: "read", content: [], isError: false, timestamp: 3 };
+  state = reduceAgentState(state, { type: "tool_execution_end", toolCallId: "a", result, isError: false, ...ids });
+  assert.deepEqual(state.pendingToolCalls, ["b"]);
+});
+
+test("9.1 agent_end 让状态回到 idle，记下停下的原因和错误；下一次 agent_start 清掉它们", () => {
+  let state = reduceAgentState(initialAgentState(), { type: "agent_start" });
+  state = reduceAgentState(state, { type: "agent_end", messages: [], reason: "error", errorMessage: "模型调用失败。" });
+  assert.equal(state.status, "idle");
+  assert.equal(state.stopReason, "error");
+  assert.equal(state.error, "模型调用失败。");
+  state = reduceAgentState(state, { type: "agent_start" });
+  assert.equal(state.stopReason, undefined);
+  assert.equal(state.error, undefined);
+});
+
+// ── 9.2 Agent：一次一个运行，先更新状态再通知 ───────────────────
+
+test("9.2 prompt 跑完一次循环：transcript 依次追加用户消息、assistant、工具结果，状态回到 idle", { timeout: 2_000 }, async () => {
+  const agent = new Agent({ model: new ScriptedModel(readThenAnswer, clock), tools: [readTool()], ...clock });
+  await agent.prompt("项目叫什么？");
+  assert.deepEqual(dialogue(agent.state.messages), ["user", "assistant", "toolResult", "assistant"]);
+  assert.equal(agent.state.status, "idle");
+  assert.equal(agent.state.stopReason, "stop");
+  assert.equal(agent.state.error, undefined);
+});
+
+test("9.2 运行中再次 prompt 被拒绝，错误说明 Agent 正在运行；第一次运行不受影响", { timeout: 2_000 }, async () => {
+  const agent = new Agent({ model: new ScriptedModel(readThenAnswer, clock), tools: [readTool()], ...clock });
+  const running = agent.prompt("项目叫什么？");
+  const status = agent.state.status;
+  const [first, second] = await Promise.allSettled([running, agent.prompt("再问一次")]);
+  if (first.status === "rejected") throw first.reason;
+  assert.equal(status, "running", "prompt() 一返回，状态就该是 running");
+  assert.equal(second.status, "rejected", "运行中的第二次 prompt 应当被拒绝");
+  assert.match(String(second.reason), /Agent 正在运行/);
+  assert.deepEqual(dialogue(agent.state.messages).filter((role) => role === "user"), ["user"], "被拒绝的 prompt 不该进 transcript");
+  assert.equal(agent.state.stopReason, "stop");
+});
+
+test("9.2 运行中不能改 transcript：appendMessage 与 replaceMessages 被拒绝，空闲时照常生效", { timeout: 2_000 }, async () => {
+  const agent = new Agent({ model: new ScriptedModel([say("一")], clock), ...clock });
+  const running = agent.prompt("第一问");
+  const append = thrownMessage(() => agent.appendMessage(note));
+  const replace = thrownMessage(() => agent.replaceMessages([]));
+  const [outcome] = await Promise.allSettled([running]);
+  if (outcome.status === "rejected") throw outcome.reason;
+  assert.match(append, /运行中不能改 transcript/);
+  assert.match(replace, /运行中不能改 transcript/);
+  agent.appendMessage(note);
+  assert.deepEqual(roles(agent.state.messages), ["user", "assistant", "auditNote"]);
+  agent.replaceMessages([userMessage("从头来", 5)]);
+  assert.deepEqual(roles(agent.state.messages), ["user"]);
+});
+
+test("9.2 监听器被调用时状态已经更新；subscribe 返回的函数退订之后不再收到事件", { timeout: 2_000 }, async () => {
+  const agent = new Agent({ model: new ScriptedModel([say("一"), say("二")], clock), ...clock });
+  const seen: string[] = [];
+  const unsubscribe = agent.subscribe((event, state) => {
+    assert.equal(state, agent.state, "监听器拿到的不是最新状态");
+    if (event.type === "message_end") seen.push(state.messages.at(-1) === event.message ? "已在状态里" : "还没进状态");
+    if (event.type === "agent_end") seen.push(`结束时 ${state.status}`);
+  });
+  await agent.prompt("第一问");
+  assert.deepEqual(seen, ["已在状态里", "已在状态里", "结束时 idle"]);
+  unsubscribe();
+  await agent.prompt("第二问");
+  assert.equal(seen.length, 3, "退订之后还收到了事件");
+});
+
+test("9.2 抛异常的监听器被报告，运行和其余监听器都照常继续", { timeout: 2_000 }, async () => {
+  const reported: string[] = [];
+  const agent = new Agent({
+    model: new ScriptedModel(readThenAnswer, clock),
+    tools: [readTool()],
+    ...clock,
+    onListenerError: (error, event) => reported.push(`${event.type}:${(error as Error).message}`),
+  });
+  agent.subscribe((event) => {
+    if (event.type === "turn_end") throw new Error("监听器坏了");
+  });
+  const types: string[] = [];
+  agent.subscribe((event) => types.push(event.type));
+  await agent.prompt("项目叫什么？");
+  assert.deepEqual(reported, ["turn_end:监听器坏了", "turn_end:监听器坏了"]);
+  assert.equal(types.filter((type) => type === "turn_end").length, 2, "第一个监听器抛出后，第二个没收到");
+  assert.equal(types.at(-1), "agent_end");
+  assert.equal(agent.state.stopReason, "stop");
+});
+
+test("9.2 agent_end 的监听器可以立刻开始下一次运行，waitForIdle 等到两次都结束", { timeout: 2_000 }, async () => {
+  const agent = new Agent({ model: new ScriptedModel([say("一"), say("二")], clock), ...clock });
+  let followUp: Promise<void> | undefined;
+  agent.subscribe((event) => {
+    if (event.type === "agent_end" && followUp === undefined) followUp = agent.prompt("接着问");
+  });
+  await agent.prompt("第一问");
+  assert.notEqual(followUp, undefined, "agent_end 的监听器没能开始下一次运行");
+  await agent.waitForIdle();
+  assert.deepEqual(dialogue(agent.state.messages), ["user", "assistant", "user", "assistant"]);
+  assert.equal(agent.state.status, "idle");
+  await followUp;
+});
+
+test("9.2 abort 取消正在进行的运行：以 aborted 结束，状态回到 idle", { timeout: 2_000 }, async () => {
+  const waitTool = defineTool({
+    name: "wait",
+    description: "等到被取消。",
+    parameters: s.object({}),
+    execute: (_args, context) =>
+      new Promise((resolve) => context.signal.addEventListener("abort", () => resolve({ content: [text("被取消")] }))),
+  });
+  const script: ScriptedTurn[] = [{ kind: "reply", content: [call("w1", "wait", {})], stopReason: "toolUse" }, say("不该问到这里")];
+  const model = new ScriptedModel(script, clock);
+  const agent = new Agent({ model, tools: [waitTool], ...clock });
+  agent.subscribe((event) => {
+    if (event.type === "tool_execution_start") agent.abort();
+  });
+  await agent.prompt("等一等");
+  assert.equal(agent.state.stopReason, "aborted");
+  assert.equal(agent.state.status, "idle");
+  assert.deepEqual(agent.state.pendingToolCalls, []);
+  assert.equal(model.requests.length, 1, "取消之后不该再问模型");
+});
+
+test("9.2 上一次运行漏出的迟到事件不改当前状态，也不通知订阅者", { timeout: 2_000 }, async () => {
+  let leaked: ToolContext["onUpdate"] | undefined;
+  const leaky = defineTool({
+    name: "read",
+    description: "把进度回调留到运行结束以后。",
+    parameters: s.object({ path: s.string() }),
+    async execute(_args, context) {
+      leaked = context.onUpdate;
+      return { content: [text("# tiny-pi")] };
+    },
+  });
+  const agent = new Agent({ model: new ScriptedModel([...readThenAnswer, say("第二次")], clock), tools: [leaky], ...clock });
+  await agent.prompt("项目叫什么？");
+  const late: AgentEvent[] = [];
+  agent.subscribe((event) => {
+    if (event.type === "tool_execution_update") late.push(event);
+  });
+  const second = agent.prompt("再说一次");
+  const during = agent.state;
+  leaked?.({ content: [text("迟到的进度")] });
+  assert.equal(agent.state, during, "迟到事件换掉了当前状态");
+  await second;
+  assert.deepEqual(late, [], "迟到事件被送到了订阅者");
+});
+
+// ── 9.3 system prompt 属于 transcript ───────────────────────────
+
+test("9.3 构造时的 systemPrompt 成为第一条 system message，agent.systemPrompt 是从 transcript 重放的只读视图", () => {
+  const agent = new Agent({ model: new ScriptedModel([], clock), systemPrompt: "你是 tiny-pi。", ...clock });
+  assert.deepEqual(agent.state.messages, [{ role: "system", content: "你是 tiny-pi。", timestamp: 1_000 }]);
+  assert.equal(agent.systemPrompt, "你是 tiny-pi。");
+  assert.throws(() => {
+    (agent as unknown as { systemPrompt: string }).systemPrompt = "改掉它";
+  }, TypeError);
+  assert.equal(agent.systemPrompt, "你是 tiny-pi。");
+  assert.throws(
+    () => new Agent({ model: new ScriptedModel([], clock), systemPrompt: "x", messages: [userMessage("y", 1)] }),
+    { message: /systemPrompt 和 messages 只能给一个/ },
+  );
+});
+
+test("9.3 改指令只能追加 system message：content 追加、sections 按名字覆盖、null 删除，已发出的前缀一字不改", { timeout: 2_000 }, async () => {
+  const model = new ScriptedModel([say("一"), say("二"), say("三")], clock);
+  const agent = new Agent({ model, systemPrompt: "你是 tiny-pi。", ...clock });
+  await agent.prompt([{ role: "system", content: "", sections: { rules: "先读再答。" }, timestamp: 1_100 }, userMessage("第一问", 1_100)]);
+  assert.equal(agent.systemPrompt, "你是 tiny-pi。\n\n先读再答。");
+  await agent.prompt([
+    { role: "system", content: "回答用中文。", sections: { rules: "先读、再想、再答。" }, timestamp: 1_200 },
+    userMessage("第二问", 1_200),
+  ]);
+  assert.equal(agent.systemPrompt, "你是 tiny-pi。\n\n回答用中文。\n\n先读、再想、再答。");
+  await agent.prompt([{ role: "system", content: "", sections: { rules: null }, timestamp: 1_300 }, userMessage("第三问", 1_300)]);
+  assert.equal(agent.systemPrompt, "你是 tiny-pi。\n\n回答用中文。");
+
+  const [one, two, three] = model.requests.map((request) => request.messages);
+  assert.deepEqual(two?.slice(0, one?.length), one, "第二次请求改写了第一次请求发过的前缀");
+  assert.deepEqual(three?.slice(0, two?.length), two, "第三次请求改写了第二次请求发过的前缀");
+  assert.deepEqual(systemsOf(agent.state.messages)[0], { role: "system", content: "你是 tiny-pi。", timestamp: 1_000 });
+});
+
+// ── 9.4 两道闸与应用自己的角色 ──────────────────────────────────
+
+test("9.4 默认 convertToLlm 只留 system / user / assistant / toolResult，auditNote 被悄悄丢掉", { timeout: 2_000 }, async () => {
+  const question = userMessage("项目叫什么？", 1_000);
+  assert.deepEqual(defaultConvertToLlm([question, note]), [question], "默认 convertToLlm 应当丢掉 auditNote");
+  const model = new ScriptedModel([say("tiny-pi")], clock);
+  const agent = new Agent({ model, systemPrompt: "你是 tiny-pi。", ...clock });
+  await agent.prompt([note, question]);
+  assert.deepEqual(roles(agent.state.messages), ["system", "auditNote", "user", "assistant"], "transcript 里仍然留着审计记录");
+  assert.deepEqual(roles(model.requests[0]?.messages ?? []), ["system", "user"]);
+  assert.equal(agent.state.error, undefined, "丢掉是悄悄的：不报错");
+});
+
+test("9.4 用 flatMap 写的 convertToLlm 有意保留、转换或丢掉自定义角色", { timeout: 2_000 }, async () => {
+  const warning: AgentMessage = { role: "auditNote", text: "README 被改过", severity: "warning", timestamp: 1_600 };
+  const convertToLlm = (messages: AgentMessage[]): Message[] =>
+    messages.flatMap((message): Message[] => {
+      if (message.role !== "auditNote") return defaultConvertToLlm([message]);
+      if (message.severity === "info") return [];
+      return [userMessage(`[审计] ${message.text}`, message.timestamp)];
+    });
+  const model = new ScriptedModel([say("知道了")], clock);
+  const agent = new Agent({ model, convertToLlm, ...clock });
+  await agent.prompt([note, warning, userMessage("继续", 1_700)]);
+  const sent = model.requests[0]?.messages ?? [];
+  assert.deepEqual(sent, [userMessage("[审计] README 被改过", 1_600), userMessage("继续", 1_700)]);
+});
+
+test("9.4 每次调用模型之前先 transformContext、再 convertToLlm，顺序固定", { timeout: 2_000 }, async () => {
+  const order: string[] = [];
+  const agent = new Agent({
+    model: new ScriptedModel(readThenAnswer, clock),
+    systemPrompt: "你是 tiny-pi。",
+    tools: [readTool()],
+    ...clock,
+    transformContext: (messages, signal) => {
+      assert.equal(signal.aborted, false);
+      order.push(`transform:${messages.length}`);
+      return messages;
+    },
+    convertToLlm: (messages) => {
+      order.push(`convert:${messages.length}`);
+      return defaultConvertToLlm(messages);
+    },
+  });
+  await agent.prompt("项目叫什么？");
+  assert.deepEqual(order, ["transform:2", "convert:2", "transform:4", "convert:4"]);
+});
+
+test("9.4 两道闸都不写回 transcript：在副本上 push、裁剪、注入，都只影响这一次请求", { timeout: 2_000 }, async () => {
+  const model = new ScriptedModel([...readThenAnswer, say("二")], clock);
+  const seenByTransform: number[] = [];
+  const agent = new Agent({
+    model,
+    systemPrompt: "你是 tiny-pi。",
+    tools: [readTool()],
+    ...clock,
+    // 往副本里乱塞一条，再只留 system 和最后一条，并注入“现在时间”：都只为这一次请求。
+    transformContext: (messages) => {
+      seenByTransform.push(messages.length);
+      const last = messages.at(-1);
+      messages.push(userMessage("被 push 进副本的消息", 9));
+      return [...messages.slice(0, 1), userMessage("现在是 10:00", 5), ...(last ? [last] : [])];
+    },
+  });
+  await agent.prompt("第一问");
+  await agent.prompt("第二问");
+  assert.deepEqual(seenByTransform, [2, 4, 6], "transformContext 每次拿到的都该是完整而干净的 transcript");
+  assert.deepEqual(roles(agent.state.messages), ["system", "user", "assistant", "toolResult", "assistant", "user", "assistant"]);
+  assert.deepEqual(
+    (model.requests[2]?.messages ?? []).map((message) => (message.role === "user" ? message.content[0]?.text : message.role)),
+    ["system", "现在是 10:00", "第二问"],
+  );
+});
+
+test("9.4 闸抛出异常时，这次运行以 error 结束：状态回到 idle，错误写明原因，prompt 照常兑现", { timeout: 2_000 }, async () => {
+  const model = new ScriptedModel([say("不会被问到")], clock);
+  const agent = new Agent({
+    model,
+    ...clock,
+    transformContext: () => {
+      throw new Error("裁剪失败");
+    },
+  });
+  await agent.prompt("第一问");
+  assert.equal(agent.state.status, "idle");
+  assert.equal(agent.state.stopReason, "error");
+  assert.equal(agent.state.error, "运行失败：裁剪失败");
+  assert.equal(model.requests.length, 0, "闸失败时不该调用模型");
+  assert.deepEqual(dialogue(agent.state.messages), ["user"]);
+});
+
+test("9.4 没过滤的自定义角色到了第 05 章的适配器：请求不发出，错误说出是哪个角色", () => {
+  const unfiltered = [userMessage("你好", 1), note] as unknown as Message[];
+  assert.throws(() => toChatRequest({ messages: unfiltered }, "gpt-test"), {
+    message: /消息角色 auditNote 不是模型认识的角色/,
+  });
+});
+
+test("9.4 Agent 经过真实适配器发出的请求体里没有 auditNote，运行正常结束", { timeout: 2_000 }, async () => {
+  const bodies: string[] = [];
+  const reply = 'data: {"choices":[{"delta":{"content":"好的"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n';
+  const model = new OpenAiCompatibleModel({
+    baseUrl: "http://127.0.0.1:9/v1",
+    apiKey: "sk-test",
+    model: "gpt-test",
+    fetch: async (_url, init) => {
+      bodies.push(String(init?.body));
+      return new Response(reply, { status: 200, headers: { "content-type": "text/event-stream" } });
+    },
+  });
+  const agent = new Agent({ model, systemPrompt: "你是 tiny-pi。", ...clock });
+  await agent.prompt([note, userMessage("你好", 1_000)]);
+  assert.equal(agent.state.error, undefined);
+  assert.equal(bodies.length, 1);
+  const sent = JSON.parse(bodies[0] ?? "{}") as { messages: { role: string }[] };
+  assert.deepEqual(sent.messages.map((message) => message.role), ["system", "user"]);
+});
+
+// ── 9.5 工具集是 transcript 里的差量 ────────────────────────────
+
+test("9.5 工具集变了，下一次请求前追加一条声明变化的 system message；没变就一条也不加", { timeout: 2_000 }, async () => {
+  const model = new ScriptedModel([say("一"), say("二"), say("三")], clock);
+  const agent = new Agent({ model, systemPrompt: "你是 tiny-pi。", tools: [readTool()], ...clock });
+  assert.deepEqual(currentTools(agent.state.messages).map((tool) => tool.name), ["read"], "构造时的工具写在第一条 system message 里");
+  await agent.prompt("第一问");
+  assert.equal(systemsOf(agent.state.messages).length, 1, "工具没变，不该多出 system message");
+
+  agent.setTools([lsTool()]);
+  assert.equal(systemsOf(agent.state.messages).length, 1, "setTools 不该立刻改 transcript");
+  await agent.prompt("第二问");
+  const change = systemsOf(agent.state.messages)[1];
+  assert.deepEqual(change?.toolsAdded?.map((tool) => tool.name), ["ls"]);
+  assert.deepEqual(change?.toolsRemoved, [{ name: "read" }]);
+  assert.deepEqual(roles(agent.state.messages).slice(-3), ["system", "user", "assistant"]);
+  assert.deepEqual(currentTools(model.requests[1]?.messages ?? []).map((tool) => tool.name), ["ls"]);
+
+  agent.setTools([lsTool("列出一个目录，跳过隐藏文件。")]);
+  await agent.prompt("第三问");
+  const redefined = systemsOf(agent.state.messages)[2];
+  assert.deepEqual(redefined?.toolsAdded?.map((tool) => tool.description), ["列出一个目录，跳过隐藏文件。"], "同名工具换了说明也是变化");
+  assert.equal(redefined?.toolsRemoved, undefined);
+  assert.deepEqual(currentTools(agent.state.messages).map((tool) => tool.description), ["列出一个目录，跳过隐藏文件。"]);
+});
+
+test("9.5 已经有一条等待发送的 system 补丁时，工具变化并进它，不另起一条", { timeout: 2_000 }, async () => {
+  const model = new ScriptedModel([say("一")], clock);
+  const agent = new Agent({ model, systemPrompt: "你是 tiny-pi。", tools: [readTool()], ...clock });
+  agent.setTools([readTool(), lsTool()]);
+  await agent.prompt([{ role: "system", content: "", sections: { skills: "<skills>ls</skills>" }, timestamp: 1_100 }, userMessage("看看目录", 1_100)]);
+  const systems = systemsOf(agent.state.messages);
+  assert.equal(systems.length, 2, "补丁和工具变化应当是同一条 system message");
+  assert.deepEqual(systems[1]?.sections, { skills: "<skills>ls</skills>" });
+  assert.deepEqual(systems[1]?.toolsAdded?.map((tool) => tool.name), ["ls"]);
+  assert.deepEqual(currentSystemMessage(agent.state.messages)?.toolsAdded?.map((tool) => tool.name), ["read", "ls"]);
+});
+
+test("9.5 第 05 章的适配器发送从 transcript 重放出的工具集", () => {
+  const read = { name: "read", description: "读文件。", parameters: { type: "object" } };
+  const ls = { name: "ls", description: "列目录。", parameters: { type: "object" } };
+  const messages: Message[] = [
+    { role: "system", content: "你是 tiny-pi。", toolsAdded: [read], timestamp: 1 },
+    userMessage("你好", 2),
+    { role: "system", content: "", toolsAdded: [ls], toolsRemoved: [{ name: "read" }], timestamp: 3 },
+  ];
+  const request = toChatRequest({ messages, tools: [read] }, "gpt-test");
+  assert.deepEqual(request.tools?.map((tool) => tool.function.name), ["ls"], "适配器应当发送从 transcript 重放出的工具集");
+  assert.deepEqual(request.messages.map((message) => message.role), ["system", "user"]);
+});
+
+// 类型层面的小检查：AgentState 的字段都是只读的。
+export type ReadonlyCheck = AgentState["messages"] extends readonly AgentMessage[] ? true : never;
