@@ -65,6 +65,10 @@ test("mutations 与 placeholders 逐字段校验：错误指出文件与字段",
   );
   assertInvalid(lessonsWith("placeholder-code", (meta) => (meta.placeholders = [{ ...placeholder, code: [] }])), /字段 placeholders\[0\]\.code 不能为空/);
   assert.doesNotThrow(() => loadChapters(lessonsWith("placeholder-ok", (meta) => (meta.placeholders = [placeholder]))));
+  const compileFail = { rule: "漏处理新角色", file: "packages/pi-course/src/types.ts", find: "a", replace: "b", code: "TS2322" };
+  assertInvalid(lessonsWith("compile-fail-code", (meta) => (meta.compileFails = [{ ...compileFail, code: "2322" }])), /字段 compileFails\[0\]\.code 应当是 tsc 的错误码/);
+  assertInvalid(lessonsWith("compile-fail-rule", (meta) => (meta.compileFails = [{ ...compileFail, rule: "" }])), /字段 compileFails\[0\]\.rule 应当是非空字符串/);
+  assert.doesNotThrow(() => loadChapters(lessonsWith("compile-fail-ok", (meta) => (meta.compileFails = [compileFail]))));
 });
 
 test("不是合法 JSON 与章节编号不连续：同样给出一句中文", () => {

@@ -45,6 +45,22 @@ test("npm run demo：离线用脚本模型跑完 README 往返，逐条打印事
   assert.match(stdout, /回答：项目名是 tiny-pi/);
 });
 
+test("npm run demo：离线时接着演示会话——两次提问之间从 JSONL 文件恢复，第二问之前超出预算先压缩", { timeout: 30_000 }, async () => {
+  const { code, stdout, stderr } = await runScript("demo", []);
+  assert.equal(code, 0, stderr);
+  const session = stdout.slice(stdout.indexOf("会话：两次提问"));
+  assert.ok(session.length > 0, stdout);
+  const order = ["第 1 问", "用户命令：!wc -l README.md → bashExecution（退出码 0）", "从 JSONL 恢复：6 条消息", "第 2 问", "：先压缩", "压缩：写下 compaction 条目", "回答：README 第二行写着"];
+  let cursor = -1;
+  for (const fragment of order) {
+    const at = session.indexOf(fragment, cursor + 1);
+    assert.ok(at > cursor, `「${fragment}」应当按顺序出现：\n${session}`);
+    cursor = at;
+  }
+  assert.match(session, /这次请求里模型看到：system → user（压缩摘要） → user（用户命令的输出） → user（提问）/);
+  assert.match(session, /会话文件共 9 行，一行都没删/);
+});
+
 test("设置 PI_COURSE_BASE_URL 后，demo 改为连接那个 OpenAI 兼容端点，且不泄露 key", { timeout: 30_000 }, async () => {
   const { server, baseUrl, requests } = await fakeEndpoint("本地端点说：项目名是 tiny-pi。");
   try {

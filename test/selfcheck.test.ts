@@ -8,6 +8,7 @@ import { ensureHistory, type CourseHistory } from "../scripts/engine/history.ts"
 import { LESSONS_DIR } from "../scripts/engine/paths.ts";
 import {
   checkCitedHashes,
+  checkCompileFails,
   checkEarlierChapters,
   checkFault,
   checkFirstRed,
@@ -57,6 +58,19 @@ test("变异测试会抓住活下来的变异：只改注释的“变异”被�
   assert.deepEqual(await checkMutations({ ...chapter, mutations: [] }, dir), [
     "chapter.json 没有列出 mutations：课文说出的每条规则都要有一条让聚焦测试变红的变异",
   ]);
+});
+
+test("编译失败用例会抓住照样编译通过的替换和报错不对的替换", { timeout: 120_000 }, async () => {
+  const chapter = chapters.find((candidate) => candidate.id === "01")!;
+  const dir = await materialise(ctx(), history.chapters["01"]!.target, "compile-fails");
+  const file = "packages/pi-course/src/trace-events.ts";
+  const harmless = { rule: "只改一行注释", file, find: "// ── 在边界上解析 unknown", replace: "// ── 改过的注释", code: "TS2322" };
+  const wrongCode = { ...harmless, rule: "报的是别的错", replace: "const broken: number = \"x\";\n// ── 在边界上解析 unknown", code: "TS2304" };
+  const right = { ...wrongCode, rule: "报的正是声明的错", code: "TS2322" };
+  const problems = await checkCompileFails({ ...chapter, compileFails: [harmless, wrongCode, right] }, dir);
+  assert.equal(problems.length, 2, problems.join("\n"));
+  assert.match(problems[0]!, /编译失败用例 1（只改一行注释）之后 tsc 仍然编译通过，应当报 TS2322/);
+  assert.match(problems[1]!, /编译失败用例 2（报的是别的错）之后 tsc 没有在 .*trace-events\.ts 报 TS2304：TS2322/);
 });
 
 test("承诺 9 会失败：实践没有区域、占位代码没有对应的区域、后面实践的占位挡住前面的实践", { timeout: 240_000 }, async () => {
@@ -129,6 +143,13 @@ for (const chapter of chapters) {
       const mutantDir = await materialise(ctx(), history.chapters[chapter.id]!.target, `mutations-${chapter.id}`);
       assert.deepEqual(await checkMutations(chapter, mutantDir), [], label(PROMISES.mutations));
     });
+
+    if (chapter.compileFails.length > 0) {
+      test(label(PROMISES.compileFails), { timeout: 120_000 }, async () => {
+        const compileDir = await materialise(ctx(), history.chapters[chapter.id]!.target, `compile-fails-${chapter.id}`);
+        assert.deepEqual(await checkCompileFails(chapter, compileDir), [], label(PROMISES.compileFails));
+      });
+    }
 
     for (const step of chapter.steps) {
       test(label(`${PROMISES.steps} ${step.id}`), async () => {

@@ -69,6 +69,12 @@ export interface RuleMutation extends Mutation {
   rule: string;
 }
 
+/** 编译失败用例：施加这处替换之后 tsc 必须报出 code 这个错误（例如穷尽检查挡住漏处理的新角色）。 */
+export interface CompileFail extends RuleMutation {
+  /** tsc 的错误码，例如 TS2322；错误必须出现在 file 里。 */
+  code: string;
+}
+
 /** 练习目录里某个区域的占位代码（默认是那句“尚未实现”）。 */
 export interface StarterPlaceholder {
   file: string;
@@ -125,6 +131,8 @@ export interface ChapterMeta {
   fault: FaultExperiment;
   /** 变异测试（DESIGN §4.10）：每条都必须让聚焦测试变红。 */
   mutations: RuleMutation[];
+  /** 编译失败用例：课文说“这样写过不了 tsc”的地方，自检真的去编译一次。 */
+  compileFails: CompileFail[];
   /** 从目标切出练习目录时，不用默认“尚未实现”的区域。 */
   placeholders: StarterPlaceholder[];
   acceptance: string[];
@@ -313,6 +321,8 @@ function parseMeta(raw: unknown, r: Reader): ChapterMeta {
     labs,
     fault: parseFault(o.fault, r),
     mutations: o.mutations === undefined ? [] : r.array(o.mutations, "mutations", (value, field) => parseRuleMutation(value, field, r)),
+    compileFails:
+      o.compileFails === undefined ? [] : r.array(o.compileFails, "compileFails", (value, field) => parseCompileFail(value, field, r)),
     placeholders:
       o.placeholders === undefined ? [] : r.array(o.placeholders, "placeholders", (value, field) => parsePlaceholder(value, field, r)),
     acceptance: r.strings(o.acceptance, "acceptance", { nonEmpty: true }),
@@ -428,6 +438,13 @@ function parseMutation(value: unknown, field: string, r: Reader): Mutation {
 function parseRuleMutation(value: unknown, field: string, r: Reader): RuleMutation {
   const o = r.object(value, field);
   return { rule: r.string(o.rule, `${field}.rule`), ...parseMutation(o, field, r) };
+}
+
+function parseCompileFail(value: unknown, field: string, r: Reader): CompileFail {
+  const o = r.object(value, field);
+  const code = r.string(o.code, `${field}.code`);
+  if (!/^TS\d+$/.test(code)) r.fail(`${field}.code`, "应当是 tsc 的错误码，例如 TS2322");
+  return { ...parseRuleMutation(o, field, r), code };
 }
 
 function parsePlaceholder(value: unknown, field: string, r: Reader): StarterPlaceholder {

@@ -34,6 +34,7 @@ export const PROMISES = {
   steps: "章节内部步骤按声明通过",
   regions: "9 从目标切出的脚手架红在第一个实践，逐个填回后各实践依次变绿",
   mutations: "10 每条变异都让聚焦测试变红",
+  compileFails: "10 每个编译失败用例都让 tsc 报出声明的错误",
 } as const;
 
 // ── 承诺 1 ──────────────────────────────────────────────────────
@@ -363,6 +364,38 @@ export async function checkMutations(chapter: Chapter, dir: string): Promise<str
   return problems;
 }
 
+/**
+ * 编译失败用例：课文说“漏掉这一步过不了 tsc”，就真的把那一步漏掉编译一次。
+ * 替换之后必须在那个文件里出现声明的错误码；编译通过，或者错误出在别处，都说明这道类型关卡不在。
+ */
+export async function checkCompileFails(chapter: Chapter, dir: string): Promise<string[]> {
+  const problems: string[] = [];
+  for (const [index, mutation] of chapter.compileFails.entries()) {
+    const label = `编译失败用例 ${index + 1}（${mutation.rule}）`;
+    const file = path.join(dir, mutation.file);
+    if (!existsSync(file)) {
+      problems.push(`${label}要改的文件 ${mutation.file} 不存在`);
+      continue;
+    }
+    const original = readFileSync(file, "utf8");
+    const occurrences = original.split(mutation.find).length - 1;
+    if (occurrences !== 1) {
+      problems.push(`${label}的原文在 ${mutation.file} 里出现 ${occurrences} 次，应当恰好 1 次`);
+      continue;
+    }
+    writeFileSync(file, original.replace(mutation.find, () => mutation.replace));
+    try {
+      const build = await buildProject(dir);
+      const wanted = build.errors.filter((error) => error.code === mutation.code && error.file === mutation.file);
+      if (build.ok) problems.push(`${label}之后 tsc 仍然编译通过，应当报 ${mutation.code}`);
+      else if (wanted.length === 0) problems.push(`${label}之后 tsc 没有在 ${mutation.file} 报 ${mutation.code}：${describeBuild(build.errors)}`);
+    } finally {
+      writeFileSync(file, original);
+    }
+  }
+  return problems;
+}
+
 // ── 承诺 7：课文 ────────────────────────────────────────────────
 
 export function checkLesson(ctx: SelfCheckContext, chapter: Chapter): string[] {
@@ -425,6 +458,7 @@ export async function selfCheckChapter(ctx: SelfCheckContext, chapter: Chapter):
   await record(PROMISES.regions, () => checkRegions(ctx, chapter));
   const mutantDir = await materialise(ctx, commits.target, `mutations-${chapter.id}`);
   await record(PROMISES.mutations, () => checkMutations(chapter, mutantDir));
+  if (chapter.compileFails.length > 0) await record(PROMISES.compileFails, () => checkCompileFails(chapter, mutantDir));
   for (const step of chapter.steps) {
     const hash = commits.steps[step.id];
     if (!hash) {

@@ -345,7 +345,7 @@ test("9.4 用 flatMap 写的 convertToLlm 有意保留、转换或丢掉自定�
   const warning: AgentMessage = { role: "auditNote", text: "README 被改过", severity: "warning", timestamp: 1_600 };
   const convertToLlm = (messages: AgentMessage[]): Message[] =>
     messages.flatMap((message): Message[] => {
-      if (message.role !== "auditNote") return [message];
+      if (message.role !== "auditNote") return defaultConvertToLlm([message]);
       if (message.severity === "info") return [];
       return [userMessage(`[审计] ${message.text}`, message.timestamp)];
     });

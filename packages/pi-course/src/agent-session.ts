@@ -1,0 +1,250 @@
+/**
+ * AgentSession：一个 Agent 加一棵会话树。Agent 管运行，树管记录。
+ *
+ *   Agent 每定稿一条消息（message_end），这里就把它追加进树：写进文件的就是发生过的事。
+ *   打开一份已有的会话时，Agent 从树的当前路径续上，接着对话；system prompt 也从记录里来。
+ *   两种“模型不该看见”的数据：
+ *     appendEntry(customType, data)  只是一个 custom 条目：保存、可以重放给界面，从不进请求；
+ *     sendMessage({ … })             一条 custom 角色的消息：只有 content 以 user 身份进请求，
+ *                                     display 与 details 留在记录里。
+ */
+
+import { Agent, type AgentListener, type PromptInput } from "./agent.js";
+import type { TransformContext } from "./agent-loop.js";
+import { bashTool } from "./coding-tools.js";
+import {
+  BRANCH_SUMMARY_PROMPT,
+  COMPACTION_PROMPT,
+  DEFAULT_COMPACTION_SETTINGS,
+  generateSummary,
+  planCompaction,
+  shouldCompact,
+  type CompactionSettings,
+} from "./compaction.js";
+import { convertToLlm, createCustomMessage, type BashExecutionMessage, type CustomMessage } from "./messages.js";
+import type { BranchSummaryEntry, CompactionEntry, CustomEntry } from "./session-entries.js";
+import { contextItems, type SessionTree } from "./session-tree.js";
+import type { CommandResult } from "./shell.js";
+import type { AgentTool } from "./tools.js";
+import type { AgentMessage, Model, TextContent } from "./types.js";
+import type { Workspace } from "./workspace.js";
+
+// ── 类型 ────────────────────────────────────────────────────────
+
+export interface AgentSessionOptions {
+  tree: SessionTree;
+  model: Model;
+  /** 只用于新会话：续接的会话里，system prompt 是记录的一部分，从记录里重放。 */
+  systemPrompt?: string;
+  tools?: readonly AgentTool<any>[];
+  transformContext?: TransformContext;
+  maxSteps?: number;
+  /** Agent 与 custom 消息的时间戳；测试传入固定值。 */
+  now?: () => number;
+  /** 用户的 `!cmd` 在这里运行（第 08 章的 bash 工具）；没有工作区就不接受 `!` 命令。 */
+  workspace?: Workspace;
+  /** 上下文预算：每次提问之前检查，超出就先压缩。 */
+  compaction?: CompactionSettings;
+}
+
+/** sendMessage 的参数：与 CustomMessage 相同，只是 role 和 timestamp 由会话来填。 */
+export interface CustomMessageInput<T = unknown> {
+  customType: string;
+  content: string | TextContent[];
+  display: boolean;
+  details?: T;
+}
+
+/** 用户输入里的 shell 命令：`!cmd` 进上下文，`!!cmd` 不进。 */
+export interface BashInput {
+  command: string;
+  excludeFromContext: boolean;
+}
+
+// ── 纯函数 ──────────────────────────────────────────────────────
+
+/** `!!` 开头是不进上下文的命令，`!` 开头是普通命令；前缀后面什么都没有就不是命令。 */
+export function parseBashInput(input: string): BashInput | undefined {
+  // #region lab 11.2
+  const excluded = input.startsWith("!!");
+  if (!excluded && !input.startsWith("!")) return undefined;
+  const command = input.slice(excluded ? 2 : 1).trim();
+  if (command === "") return undefined;
+  return { command, excludeFromContext: excluded };
+  // #endregion
+}
+
+/** 一条定稿的消息怎样进树：custom 角色有自己的条目种类，别的原样存成 message 条目。 */
+export function persistMessage(tree: SessionTree, message: AgentMessage): void {
+  // #region lab 10.4
+  if (message.role === "custom") {
+    tree.appendCustomMessageEntry(message.customType, message.content, message.display, message.details);
+  } else {
+    tree.appendMessage(message);
+  }
+  // #endregion
+}
+
+// ── AgentSession ────────────────────────────────────────────────
+
+export class AgentSession {
+  readonly agent: Agent;
+  readonly tree: SessionTree;
+  private readonly now: () => number;
+  private readonly options: AgentSessionOptions;
+
+  constructor(options: AgentSessionOptions) {
+    this.options = options;
+    this.tree = options.tree;
+    this.now = options.now ?? Date.now;
+    // #region lab 10.4
+    const history = options.tree.buildSessionContext();
+    const start = history.length > 0 ? { messages: history } : options.systemPrompt !== undefined ? { systemPrompt: options.systemPrompt } : {};
+    this.agent = new Agent({
+      model: options.model,
+      ...start,
+      ...(options.tools ? { tools: options.tools } : {}),
+      ...(options.transformContext ? { transformContext: options.transformContext } : {}),
+      ...(options.maxSteps !== undefined ? { maxSteps: options.maxSteps } : {}),
+      convertToLlm,
+      now: this.now,
+    });
+    // 新会话：构造时写下的第一条 system message 不经过事件，这里补进记录。
+    if (history.length === 0) for (const message of this.agent.state.messages) persistMessage(this.tree, message);
+    // 之后的每一条（用户的输入、模型的回答、工具结果）都在 message_end 时落进记录。
+    this.agent.subscribe((event) => {
+      if (event.type === "message_end") persistMessage(this.tree, event.message);
+    });
+    // #endregion
+  }
+
+  get messages(): readonly AgentMessage[] {
+    return this.agent.state.messages;
+  }
+
+  subscribe(listener: AgentListener): () => void {
+    return this.agent.subscribe(listener);
+  }
+
+  /**
+   * 跑一次，并等这次产生的条目全部写完。以 `!` 开头的一句话不问模型，交给 executeBash；
+   * 问模型之前先看预算，超出就先压缩。
+   */
+  async prompt(input: PromptInput): Promise<void> {
+    const bash = typeof input === "string" ? parseBashInput(input) : undefined;
+    if (bash !== undefined) {
+      await this.executeBash(bash.command, { excludeFromContext: bash.excludeFromContext });
+      return;
+    }
+    if (shouldCompact(this.agent.state.messages, this.settings)) await this.compact();
+    await this.agent.prompt(input);
+    await this.tree.flush();
+  }
+
+  /** 应用自己的状态：写一个 custom 条目。它不进 Agent 的 transcript，所以也到不了任何请求。 */
+  appendEntry<T>(customType: string, data?: T): CustomEntry<T> {
+    // #region lab 10.4
+    return this.tree.appendCustomEntry(customType, data);
+    // #endregion
+  }
+
+  /**
+   * 让模型在下一次请求里读到一段话：追加一条 custom 消息（运行中拒绝）。
+   * 它和别的消息一样进 transcript、进记录；convertToLlm 只把 content 交给模型。
+   */
+  sendMessage<T>(input: CustomMessageInput<T>): CustomMessage<T> {
+    // #region lab 10.4
+    const message = createCustomMessage(input.customType, input.content, input.display, input.details, this.now());
+    this.agent.appendMessage(message);
+    persistMessage(this.tree, message);
+    return message;
+    // #endregion
+  }
+
+  /** 从较早的条目分叉：树的 leaf 移过去，Agent 的 transcript 换成根到那里的路径。运行中拒绝。 */
+  branch(entryId: string): void {
+    // #region lab 10.4
+    if (this.agent.state.status === "running") throw new Error("Agent 正在运行：运行中不能切换分支。请先 await session.agent.waitForIdle()。");
+    this.tree.branch(entryId);
+    this.agent.replaceMessages(this.tree.buildSessionContext());
+    // #endregion
+  }
+
+  /** 等排队中的写入全部落盘。 */
+  flush(): Promise<void> {
+    return this.tree.flush();
+  }
+
+  private get settings(): CompactionSettings {
+    return this.options.compaction ?? DEFAULT_COMPACTION_SETTINGS;
+  }
+
+  /**
+   * 用户亲手运行的命令：经第 08 章的 bash 工具在工作区里跑，结果记成一条 bashExecution，
+   * 追加进 transcript 并写进会话。excludeFromContext 只影响请求，不影响记录。运行中拒绝。
+   */
+  async executeBash(command: string, options: { excludeFromContext?: boolean; signal?: AbortSignal } = {}): Promise<BashExecutionMessage> {
+    // #region lab 11.2
+    if (this.agent.state.status === "running") throw new Error("Agent 正在运行：运行中不能执行 `!` 命令。请先 await session.agent.waitForIdle()。");
+    const workspace = this.options.workspace;
+    if (workspace === undefined) throw new Error("这个会话没有工作区，不能运行 `!` 命令。");
+    const signal = options.signal ?? new AbortController().signal;
+    const output = await bashTool(workspace).execute({ command }, { toolCallId: "user-bash", signal, onUpdate() {} });
+    const result = output.details as CommandResult;
+    const message: BashExecutionMessage = {
+      role: "bashExecution",
+      command,
+      output: result.output,
+      // 被终止（取消或超时）的命令没有自己的退出码。
+      exitCode: result.status === "exited" ? (result.exitCode ?? undefined) : undefined,
+      cancelled: result.status !== "exited",
+      truncated: result.truncated,
+      timestamp: this.now(),
+      ...(options.excludeFromContext === true ? { excludeFromContext: true } : {}),
+    };
+    this.agent.appendMessage(message);
+    persistMessage(this.tree, message);
+    await this.tree.flush();
+    return message;
+    // #endregion
+  }
+
+  /**
+   * 把切点之前的历史交给模型写成摘要，写一个 compaction 条目，再从会话重建上下文。
+   * 没有可摘要的内容就什么也不做；摘要失败就抛出，会话一条都不多。
+   */
+  async compact(options: { signal?: AbortSignal } = {}): Promise<CompactionEntry | undefined> {
+    // #region lab 11.4
+    const plan = planCompaction(contextItems(this.tree.getBranch()), this.settings);
+    if (plan === undefined) return undefined;
+    const summary = await generateSummary(this.options.model, plan.toSummarize, COMPACTION_PROMPT, { ...options, now: this.now });
+    const entry = this.tree.appendCompaction(summary, plan.firstKeptEntryId, plan.tokensBefore);
+    this.agent.replaceMessages(this.tree.buildSessionContext());
+    await this.tree.flush();
+    return entry;
+    // #endregion
+  }
+
+  /**
+   * 把 leaf 移到 targetId。summarize 时先把被离开的那段（旧路径上、不在新路径上的条目）
+   * 交给模型写成摘要，挂在 targetId 下面；摘要失败就抛出，leaf 不动。运行中拒绝。
+   */
+  async navigateTree(targetId: string, options: { summarize?: boolean; signal?: AbortSignal } = {}): Promise<BranchSummaryEntry | undefined> {
+    // #region lab 11.4
+    if (this.agent.state.status === "running") throw new Error("Agent 正在运行：运行中不能切换分支。请先 await session.agent.waitForIdle()。");
+    if (this.tree.getEntry(targetId) === undefined) throw new Error(`会话里没有 id 为 ${targetId} 的条目。`);
+    const target = new Set(this.tree.getBranch(targetId).map((entry) => entry.id));
+    const abandoned = this.tree.getBranch().filter((entry) => !target.has(entry.id));
+    const messages = contextItems(abandoned).map((item) => item.message);
+    if (options.summarize !== true || messages.length === 0) {
+      this.branch(targetId);
+      return undefined;
+    }
+    const summary = await generateSummary(this.options.model, messages, BRANCH_SUMMARY_PROMPT, { ...options, now: this.now });
+    const entry = this.tree.branchWithSummary(targetId, summary);
+    this.agent.replaceMessages(this.tree.buildSessionContext());
+    await this.tree.flush();
+    return entry;
+    // #endregion
+  }
+}
