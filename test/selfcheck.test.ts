@@ -12,6 +12,7 @@ import {
   checkTipMatchesPackage,
   findHintText,
   materialise,
+  PROMISES,
   type SelfCheckContext,
 } from "../scripts/engine/selfcheck.ts";
 import { KIT, tempDir } from "./helpers.ts";
@@ -93,3 +94,28 @@ test("每一章的自检恰好落在一个分片文件里，分片文件一个�
   const heaviestChapter = Math.max(...chapters.map(estimatedCost));
   assert.ok(Math.max(...loads) <= average + heaviestChapter, `分片的负担不均：${loads.join("、")}`);
 });
+
+// 章节的承诺原先在这个文件里，现在在 test/selfcheck/ 的分片里。照旧用章节名筛这个文件，会一项承诺都不选中、
+// 悄悄“全部通过”；这时为被选中的章节登记一项红灯，说清该运行哪条命令。npm test 不带名称过滤，不受影响。
+const namePatterns = process.execArgv.flatMap((arg, index, all) =>
+  arg.startsWith("--test-name-pattern=") ? [arg.slice("--test-name-pattern=".length)] : arg === "--test-name-pattern" ? [all[index + 1] ?? ""] : [],
+);
+for (const chapter of chapters) {
+  const labels = Object.values(PROMISES).map((promise) => `第 ${chapter.id} 章 · 承诺 ${promise}`);
+  const selected = labels.find((label) => namePatterns.some((pattern) => safeRegExp(pattern)?.test(label)));
+  if (selected === undefined) continue;
+  test(selected, () => {
+    assert.fail(
+      `第 ${chapter.id} 章的承诺不在 test/selfcheck.test.ts 里，而在 test/selfcheck/ 的分片里：\n` +
+        `  node --import tsx --test --test-name-pattern="第 ${chapter.id} 章" test/selfcheck/*.test.ts`,
+    );
+  });
+}
+
+function safeRegExp(pattern: string): RegExp | undefined {
+  try {
+    return new RegExp(pattern);
+  } catch {
+    return undefined;
+  }
+}
