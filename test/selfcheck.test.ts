@@ -16,12 +16,12 @@ import {
   type SelfCheckContext,
 } from "../scripts/engine/selfcheck.ts";
 import { KIT, tempDir } from "./helpers.ts";
-import { assignShards, estimatedCost, SHARD_COUNT, shardFile, shardFilesOnDisk } from "./selfcheck/chapters.ts";
+import { assignShards, estimatedCost, SHARD_COUNT, shardFile, shardFilesOnDisk } from "./_selfcheck/chapters.ts";
 
 /**
  * 课程自检：对每一章逐条证明 DESIGN §4 的承诺。
  * 测试名写明章节与承诺，任何一条被打破时，失败信息直接指出是哪一章的哪一条。
- * 每章的承诺在 test/selfcheck/shard-*.test.ts 里（分成几个文件，两个核一起做）；
+ * 每章的承诺在 test/_selfcheck/shard-*.test.ts 里（分成几个文件，两个核一起做）；
  * 这里是套件层面的检查，以及“自检真的会失败”的反例。
  */
 const chapters = loadChapters(LESSONS_DIR);
@@ -82,7 +82,7 @@ test("每一章的自检恰好落在一个分片文件里，分片文件一个�
   assert.deepEqual(
     shardFilesOnDisk(),
     Array.from({ length: SHARD_COUNT }, (_, index) => index + 1),
-    `test/selfcheck/ 里应当正好有 ${Array.from({ length: SHARD_COUNT }, (_, index) => shardFile(index + 1)).join("、")}`,
+    `test/_selfcheck/ 里应当正好有 ${Array.from({ length: SHARD_COUNT }, (_, index) => shardFile(index + 1)).join("、")}`,
   );
   const assigned = assignShards(chapters);
   assert.deepEqual([...assigned.keys()].sort(), chapters.map((chapter) => chapter.id).sort());
@@ -95,7 +95,7 @@ test("每一章的自检恰好落在一个分片文件里，分片文件一个�
   assert.ok(Math.max(...loads) <= average + heaviestChapter, `分片的负担不均：${loads.join("、")}`);
 });
 
-// 章节的承诺原先在这个文件里，现在在 test/selfcheck/ 的分片里。照旧用章节名筛这个文件，会一项承诺都不选中、
+// 章节的承诺原先在这个文件里，现在在 test/_selfcheck/ 的分片里。照旧用章节名筛这个文件，会一项承诺都不选中、
 // 悄悄“全部通过”；这时为被选中的章节登记一项红灯，说清该运行哪条命令。npm test 不带名称过滤，不受影响。
 const namePatterns = process.execArgv.flatMap((arg, index, all) =>
   arg.startsWith("--test-name-pattern=") ? [arg.slice("--test-name-pattern=".length)] : arg === "--test-name-pattern" ? [all[index + 1] ?? ""] : [],
@@ -106,8 +106,8 @@ for (const chapter of chapters) {
   if (selected === undefined) continue;
   test(selected, () => {
     assert.fail(
-      `第 ${chapter.id} 章的承诺不在 test/selfcheck.test.ts 里，而在 test/selfcheck/ 的分片里：\n` +
-        `  node --import tsx --test --test-name-pattern="第 ${chapter.id} 章" test/selfcheck/*.test.ts`,
+      `第 ${chapter.id} 章的承诺不在 test/selfcheck.test.ts 里，而在 test/_selfcheck/ 的分片里：\n` +
+        `  node --import tsx --test --test-name-pattern="第 ${chapter.id} 章" test/_selfcheck/*.test.ts`,
     );
   });
 }

@@ -27,9 +27,10 @@ import { KIT, tempDir } from "../helpers.ts";
 /**
  * 课程自检的章节部分：对每一章逐条证明 DESIGN §4 的承诺。
  * 章节分给几个测试文件（shard-1.test.ts …），npm test 的 --test-concurrency=2 就能让两个核都在做自检，
- * 而不是一个文件从第 00 章顺序做到最后一章、另一个核闲着。哪一章落在哪个文件由 assignShards 决定，
+ * 而不是一个文件从第 00 章顺序做到最后一章、最后只剩它一个在跑。哪一章落在哪个文件由 assignShards 决定，
  * 只看 lessons/ 里的章节，新增章节自动分进去；selfcheck.test.ts 核对每一章恰好在一个文件里。
- * 只跑一章：node --import tsx --test --test-name-pattern="第 07 章" test/selfcheck/*.test.ts
+ * 目录名以下划线开头：node --test 按路径排序决定先跑哪个文件，这些最长的文件排在最前，不会最后才开始、拖出一条长尾。
+ * 只跑一章：node --import tsx --test --test-name-pattern="第 07 章" test/_selfcheck/*.test.ts
  */
 export const SHARD_COUNT = 4;
 
@@ -39,10 +40,13 @@ export const shardFile = (shard: number): string => `shard-${shard}.test.ts`;
 
 /**
  * 一章自检大约要做多少次“编译 + 跑聚焦测试”：练习目录、目标、更早章节、故障实验各一次，
- * 每个实践在目标和脚手架上各一次，每条变异、每个步骤各一次。用来把章节分得大致一样重。
+ * 每个实践的每次运行在目标和脚手架上各一次，每条变异一次，每个步骤编译一次、每次运行一次。
+ * 用来把章节分得大致一样重。
  */
 export function estimatedCost(chapter: Chapter): number {
-  return 6 + 2 * chapter.labs.length + chapter.mutations.length + 2 * chapter.steps.length;
+  const labRuns = chapter.labs.reduce((sum, lab) => sum + lab.runs.length, 0);
+  const stepRuns = chapter.steps.reduce((sum, step) => sum + 1 + step.runs.length, 0);
+  return 6 + 2 * labRuns + chapter.mutations.length + stepRuns;
 }
 
 /** 最重的章节先分，每次分给目前最轻的文件（同样轻取编号小的）：结果只取决于章节本身，每次都一样。 */
