@@ -108,7 +108,9 @@ describe("环境出错时：清楚的中文错误，不丢任何东西", () => {
 
   test("课程分支被手工提交过：拒绝覆盖，退出码 1，给出改名保留的办法，分支原样不动", { timeout: 60_000 }, async () => {
     const kit = await cloneKit(work.dir, "edited");
-    await chapterCommits(kit);
+    // 先有一条课程分支：一次 course history 就够了，不必每章各跑一次 checkpoint
+    const built = await runScript("course", ["history"], { kit, cwd: kit });
+    assert.equal(built.code, 0, built.stderr);
     const wt = path.join(work.dir, "edited-wt");
     await git(kit, "worktree", "add", "--quiet", wt, BRANCH);
     writeFileSync(path.join(wt, "mine.txt"), "我的实验");

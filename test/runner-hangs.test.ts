@@ -128,3 +128,31 @@ test("测试跑完后进程不退出（留下一个没关的服务器）：runne
   const left = spawnSync("pgrep", ["-f", file], { encoding: "utf8" });
   assert.equal(left.stdout.trim(), "", "没有留下还在运行的测试进程");
 });
+
+test("stopAtFirstFailure：第一项失败一到就结束进程组交回结果，不等后面挂住的测试和不退出的进程", { timeout: 30_000 }, async () => {
+  const file = path.join(work.dir, "stop-early.test.mjs");
+  writeFileSync(
+    file,
+    [
+      `import assert from "node:assert/strict";`,
+      `import http from "node:http";`,
+      `import { test } from "node:test";`,
+      `http.createServer().listen(0, "127.0.0.1");`,
+      `test("通过", () => {});`,
+      `test("失败", () => { assert.equal(1, 2); });`,
+      `test("挂住", async () => { await new Promise(() => {}); });`,
+    ].join("\n"),
+  );
+  const started = Date.now();
+  const report = await runTests([file], { timeoutMs: 20_000, stopAtFirstFailure: true });
+  const elapsed = Date.now() - started;
+  assert.ok(report.failed >= 1, JSON.stringify(report.tests));
+  assert.deepEqual(report.tests.slice(0, 2).map((outcome) => [outcome.name, outcome.ok]), [["通过", true], ["失败", false]]);
+  assert.ok(elapsed < 15_000, `应当在第一项失败之后就收场，实际用了 ${elapsed} ms（挂住的测试要 20 s 才超时）`);
+  const left = spawnSync("pgrep", ["-f", file], { encoding: "utf8" });
+  assert.equal(left.stdout.trim(), "", "没有留下还在运行的测试进程");
+  // 全绿时不提前收场：照常跑完，计数完整
+  const green = testFile("stop-early-green.test.mjs", ["a", "b", "c"]);
+  const full = await runTests([green], { stopAtFirstFailure: true });
+  assert.deepEqual([full.passed, full.tests.length], [3, 3]);
+});

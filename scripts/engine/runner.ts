@@ -123,20 +123,34 @@ const TEST_GUARD = new URL("./test-guard.mjs", import.meta.url).href;
  */
 export async function runTests(
   files: readonly string[],
-  options: { pattern?: string; timeoutMs?: number; signal?: AbortSignal } = {},
+  options: RunOptions = {},
 ): Promise<TestReport> {
-  const tests = await settleHangs(await runOnce(files, options), (again, pattern) => runOnce(again, { ...options, pattern }));
+  const first = await runOnce(files, options);
+  // 提前收场时，要的只是“有没有测试失败”，已经有了答案：不再把没开始的测试补跑一遍
+  const tests =
+    options.stopAtFirstFailure && first.some((outcome) => !outcome.ok)
+      ? classifyHangs(first).map(({ unstarted: _unstarted, failureType: _failureType, ...outcome }) => outcome)
+      : await settleHangs(first, (again, pattern) => runOnce(again, { ...options, pattern }));
   const passed = tests.filter((test) => test.ok).length;
   return { tests, passed, failed: tests.length - passed };
+}
+
+export interface RunOptions {
+  pattern?: string;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /**
+   * 收到第一项失败就结束测试进程组，只交回已经收到的结果（自检的变异测试用：
+   * 它只问“还是不是全绿”，第一项失败已经回答了，不必再等其余测试或挂住的进程）。
+   * 这时报告不完整，不能拿来数通过了几项。
+   */
+  stopAtFirstFailure?: boolean;
 }
 
 /** 驱动传回的一条记录：多带 node:test 的原始失败类型，只在 settleHangs 里用。 */
 export type DriverOutcome = TestOutcome & { failureType?: string };
 
-function runOnce(
-  files: readonly string[],
-  options: { pattern?: string; timeoutMs?: number; signal?: AbortSignal },
-): Promise<DriverOutcome[]> {
+function runOnce(files: readonly string[], options: RunOptions): Promise<DriverOutcome[]> {
   const request = JSON.stringify({ files, pattern: options.pattern, timeoutMs: options.timeoutMs ?? 60_000 });
   const env = { ...process.env };
   delete env.NODE_TEST_CONTEXT; // 否则子进程里的 run() 会以为自己嵌套在另一个测试里
@@ -175,9 +189,15 @@ function runOnce(
     }, 250);
     let stdout = "";
     let stderr = "";
+    let stopped = false;
     child.stdout.on("data", (chunk: Buffer) => {
       lastOutput = Date.now();
+      const before = stdout.lastIndexOf("\n") + 1;
       stdout += chunk.toString("utf8");
+      if (options.stopAtFirstFailure && !stopped && hasFailure(stdout.slice(before, stdout.lastIndexOf("\n") + 1))) {
+        stopped = true;
+        killGroup();
+      }
     });
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
     child.on("error", (error) => {
@@ -188,7 +208,7 @@ function runOnce(
       clearInterval(stallCheck);
       process.off("exit", killGroup);
       options.signal?.removeEventListener("abort", killGroup);
-      if (code !== 0 && !stalled) {
+      if (code !== 0 && !stalled && !stopped) {
         reject(new Error(`测试驱动异常退出（${code}）：${stderr.trim()}`));
         return;
       }
@@ -211,6 +231,19 @@ function runOnce(
       }
       resolve(outcomes);
     });
+  });
+}
+
+/** 这几行完整的驱动记录里有没有一项（没被跳过的）失败。 */
+function hasFailure(lines: string): boolean {
+  return lines.split("\n").some((line) => {
+    if (line.trim() === "") return false;
+    try {
+      const record = JSON.parse(line) as { ok?: boolean; skipped?: boolean };
+      return record.ok === false && !record.skipped;
+    } catch {
+      return false;
+    }
   });
 }
 

@@ -353,7 +353,8 @@ export async function checkMutations(chapter: Chapter, dir: string): Promise<str
     writeFileSync(file, original.replace(mutation.find, () => mutation.replace));
     try {
       await buildProject(dir); // 变异后的代码可以有类型错误；测试照样按编译出的 JS 运行
-      const report = await runTests([focused], { timeoutMs: MUTANT_TIMEOUT_MS });
+      // 只问还是不是全绿：第一项失败就足以判定这条变异被抓住，不再等其余测试和挂住的测试进程
+      const report = await runTests([focused], { timeoutMs: MUTANT_TIMEOUT_MS, stopAtFirstFailure: true });
       if (report.tests.length > 0 && report.passed === report.tests.length) {
         problems.push(`${label}之后聚焦测试仍然 ${report.passed}/${report.tests.length} 全绿：没有测试守住这条规则`);
       }

@@ -1,0 +1,153 @@
+import assert from "node:assert/strict";
+import { readdirSync } from "node:fs";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+import { loadChapters, type Chapter } from "../../scripts/engine/chapters.ts";
+import { ensureHistory, type CourseHistory } from "../../scripts/engine/history.ts";
+import { LESSONS_DIR } from "../../scripts/engine/paths.ts";
+import {
+  checkCitedHashes,
+  checkCompileFails,
+  checkEarlierChapters,
+  checkFault,
+  checkFirstRed,
+  checkLesson,
+  checkMutations,
+  checkPurity,
+  checkRegions,
+  checkStep,
+  checkTarget,
+  makePracticeDir,
+  materialise,
+  PROMISES,
+  type SelfCheckContext,
+} from "../../scripts/engine/selfcheck.ts";
+import { KIT, tempDir } from "../helpers.ts";
+
+/**
+ * 课程自检的章节部分：对每一章逐条证明 DESIGN §4 的承诺。
+ * 章节分给几个测试文件（shard-1.test.ts …），npm test 的 --test-concurrency=2 就能让两个核都在做自检，
+ * 而不是一个文件从第 00 章顺序做到最后一章、最后只剩它一个在跑。哪一章落在哪个文件由 assignShards 决定，
+ * 只看 lessons/ 里的章节，新增章节自动分进去；selfcheck.test.ts 核对每一章恰好在一个文件里。
+ * 目录名以下划线开头：node --test 按路径排序决定先跑哪个文件，这些最长的文件排在最前，不会最后才开始、拖出一条长尾。
+ * 只跑一章：node --import tsx --test --test-name-pattern="第 07 章" test/_selfcheck/*.test.ts
+ */
+export const SHARD_COUNT = 4;
+
+/** 分片文件所在的目录与文件名：shard-1.test.ts … shard-N.test.ts。 */
+export const SHARD_DIR = fileURLToPath(new URL(".", import.meta.url));
+export const shardFile = (shard: number): string => `shard-${shard}.test.ts`;
+
+/**
+ * 一章自检大约要做多少次“编译 + 跑聚焦测试”：练习目录、目标、更早章节、故障实验各一次，
+ * 每个实践的每次运行在目标和脚手架上各一次，每条变异一次，每个步骤编译一次、每次运行一次。
+ * 用来把章节分得大致一样重。
+ */
+export function estimatedCost(chapter: Chapter): number {
+  const labRuns = chapter.labs.reduce((sum, lab) => sum + lab.runs.length, 0);
+  const stepRuns = chapter.steps.reduce((sum, step) => sum + 1 + step.runs.length, 0);
+  return 6 + 2 * labRuns + chapter.mutations.length + chapter.compileFails.length + stepRuns;
+}
+
+/** 最重的章节先分，每次分给目前最轻的文件（同样轻取编号小的）：结果只取决于章节本身，每次都一样。 */
+export function assignShards(chapters: readonly Chapter[], shards = SHARD_COUNT): Map<string, number> {
+  const load = Array.from({ length: shards }, () => 0);
+  const order = [...chapters].sort((a, b) => estimatedCost(b) - estimatedCost(a) || a.id.localeCompare(b.id));
+  const assigned = new Map<string, number>();
+  for (const chapter of order) {
+    const lightest = load.indexOf(Math.min(...load));
+    load[lightest] = (load[lightest] ?? 0) + estimatedCost(chapter);
+    assigned.set(chapter.id, lightest + 1);
+  }
+  return assigned;
+}
+
+/** 目录里实际存在的分片文件编号。 */
+export function shardFilesOnDisk(): number[] {
+  return readdirSync(SHARD_DIR)
+    .map((name) => /^shard-(\d+)\.test\.ts$/.exec(name)?.[1])
+    .filter((id): id is string => id !== undefined)
+    .map(Number)
+    .sort((a, b) => a - b);
+}
+
+/** 在调用它的测试文件里登记第 shard 个分片的章节自检。 */
+export function selfCheckShard(shard: number): void {
+  const chapters = loadChapters(LESSONS_DIR);
+  const mine = assignShards(chapters);
+  const work = tempDir(`selfcheck-${shard}`);
+  let history: CourseHistory;
+  const ctx = (): SelfCheckContext => ({ kitRoot: KIT, chapters, history, workRoot: work.dir });
+
+  before(async () => {
+    history = await ensureHistory(KIT, chapters);
+  });
+  after(() => work.remove());
+
+  for (const chapter of chapters) {
+    if (mine.get(chapter.id) === shard) describeChapter(chapter, ctx, () => history);
+  }
+}
+
+function describeChapter(chapter: Chapter, ctx: () => SelfCheckContext, history: () => CourseHistory): void {
+  describe(`第 ${chapter.id} 章 ${chapter.slug}`, () => {
+    const label = (promise: string) => `第 ${chapter.id} 章 · 承诺 ${promise}`;
+    let practiceDir: string;
+    let targetDir: string;
+
+    test(label(PROMISES.history), () => {
+      assert.deepEqual(checkCitedHashes(ctx(), chapter), [], label(PROMISES.history));
+    });
+
+    test(label(PROMISES.red), async () => {
+      practiceDir = await makePracticeDir(ctx(), chapter);
+      assert.deepEqual(await checkFirstRed(chapter, practiceDir), [], label(PROMISES.red));
+    });
+
+    test(label(PROMISES.purity), async () => {
+      assert.deepEqual(await checkPurity(ctx(), chapter, practiceDir), [], label(PROMISES.purity));
+    });
+
+    test(label(PROMISES.target), async () => {
+      targetDir = await materialise(ctx(), history().chapters[chapter.id]!.target, `target-${chapter.id}`);
+      assert.deepEqual(await checkTarget(chapter, targetDir), [], label(PROMISES.target));
+    });
+
+    test(label(PROMISES.earlier), async () => {
+      assert.deepEqual(await checkEarlierChapters(ctx(), chapter, targetDir), [], label(PROMISES.earlier));
+    });
+
+    test(label(PROMISES.fault), async () => {
+      const faultDir = await materialise(ctx(), history().chapters[chapter.id]!.target, `fault-${chapter.id}`);
+      assert.deepEqual(await checkFault(chapter, faultDir), [], label(PROMISES.fault));
+    });
+
+    test(label(PROMISES.lesson), () => {
+      assert.deepEqual(checkLesson(ctx(), chapter), [], label(PROMISES.lesson));
+    });
+
+    test(label(PROMISES.regions), { timeout: 240_000 }, async () => {
+      assert.deepEqual(await checkRegions(ctx(), chapter), [], label(PROMISES.regions));
+    });
+
+    test(label(PROMISES.mutations), { timeout: 600_000 }, async () => {
+      const mutantDir = await materialise(ctx(), history().chapters[chapter.id]!.target, `mutations-${chapter.id}`);
+      assert.deepEqual(await checkMutations(chapter, mutantDir), [], label(PROMISES.mutations));
+    });
+
+    if (chapter.compileFails.length > 0) {
+      test(label(PROMISES.compileFails), { timeout: 120_000 }, async () => {
+        const compileDir = await materialise(ctx(), history().chapters[chapter.id]!.target, `compile-fails-${chapter.id}`);
+        assert.deepEqual(await checkCompileFails(chapter, compileDir), [], label(PROMISES.compileFails));
+      });
+    }
+
+    for (const step of chapter.steps) {
+      test(label(`${PROMISES.steps} ${step.id}`), async () => {
+        const stepDir = await materialise(ctx(), history().chapters[chapter.id]!.steps[step.id]!, `step-${chapter.id}-${step.id}`);
+        assert.deepEqual(await checkStep(chapter, step.id, stepDir), [], label(`${PROMISES.steps} ${step.id}`));
+      });
+    }
+  });
+}
