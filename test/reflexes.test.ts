@@ -139,10 +139,12 @@ describe("忘了 --", () => {
     assert.match(result.stderr, /忘了 `--`？.*--level/);
   });
 
-  test("写在 -- 之后的 --yes：npm 11 照样设了 npm_config_yes，但命令收到了它，不算忘了 --", () => {
+  test("写在 -- 之后的 --yes、npmrc 里的空配置：npm 照样设了 npm_config_yes，都不算忘了 --", () => {
     const env = { npm_lifecycle_event: "reset", npm_config_yes: "true" };
     assert.deepEqual(optionsSwallowedByNpm(["yes"], env, ["03", "types.ts", "--yes"]), []);
     assert.deepEqual(optionsSwallowedByNpm(["yes"], env, ["03", "types.ts"]), ["yes"]);
+    // npmrc 里空的 yes= 也会以 npm_config_yes="" 传下来：那是配置，不是学习者敲的选项
+    assert.deepEqual(optionsSwallowedByNpm(["yes"], { ...env, npm_config_yes: "" }, ["03", "types.ts"]), []);
   });
 
   test("真正经过 npm：npm run verify 03 --json", { timeout: 60_000 }, async () => {

@@ -108,9 +108,13 @@ export function optionsSwallowedByNpm(
   argv: readonly string[] = process.argv.slice(2),
 ): string[] {
   if (env.npm_lifecycle_event === undefined) return [];
-  // npm 11 对 --yes 这类它也认识的开关，写在 -- 之后照样设 npm_config_yes：命令自己收到了，就不算被吞
+  // 被吞掉的选项总带着取值（开关是 "true"）；npm 也会把 npmrc 里的配置（例如空的 yes=）照传下来，那不算。
+  // npm 11 对 --yes 这类它也认识的开关，写在 -- 之后照样设 npm_config_yes：命令自己收到了，也不算被吞。
   const received = (name: string) => argv.some((arg) => arg === `--${name}` || arg.startsWith(`--${name}=`));
-  return names.filter((name) => env[`npm_config_${name.replace(/-/g, "_")}`] !== undefined && !received(name));
+  return names.filter((name) => {
+    const value = env[`npm_config_${name.replace(/-/g, "_")}`];
+    return value !== undefined && value !== "" && !received(name);
+  });
 }
 
 function forgottenDashes(swallowed: readonly string[], options: NonNullable<util.ParseArgsConfig["options"]>): CourseError {
