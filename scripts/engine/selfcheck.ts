@@ -339,28 +339,16 @@ export async function checkMutations(chapter: Chapter, dir: string): Promise<str
   const problems: string[] = [];
   for (const [index, mutation] of chapter.mutations.entries()) {
     const label = `变异 ${index + 1}（${mutation.rule}）`;
-    const file = path.join(dir, mutation.file);
-    if (!existsSync(file)) {
-      problems.push(`${label}要改的文件 ${mutation.file} 不存在`);
-      continue;
-    }
-    const original = readFileSync(file, "utf8");
-    const occurrences = original.split(mutation.find).length - 1;
-    if (occurrences !== 1) {
-      problems.push(`${label}的原文在 ${mutation.file} 里出现 ${occurrences} 次，应当恰好 1 次`);
-      continue;
-    }
-    writeFileSync(file, original.replace(mutation.find, () => mutation.replace));
-    try {
+    const problem = await withReplacement(dir, mutation, label, async () => {
       await buildProject(dir); // 变异后的代码可以有类型错误；测试照样按编译出的 JS 运行
       // 只问还是不是全绿：第一项失败就足以判定这条变异被抓住，不再等其余测试和挂住的测试进程
       const report = await runTests([focused], { timeoutMs: MUTANT_TIMEOUT_MS, stopAtFirstFailure: true });
       if (report.tests.length > 0 && report.passed === report.tests.length) {
-        problems.push(`${label}之后聚焦测试仍然 ${report.passed}/${report.tests.length} 全绿：没有测试守住这条规则`);
+        return `${label}之后聚焦测试仍然 ${report.passed}/${report.tests.length} 全绿：没有测试守住这条规则`;
       }
-    } finally {
-      writeFileSync(file, original);
-    }
+      return undefined;
+    });
+    if (problem !== undefined) problems.push(problem);
   }
   return problems;
 }
@@ -373,28 +361,39 @@ export async function checkCompileFails(chapter: Chapter, dir: string): Promise<
   const problems: string[] = [];
   for (const [index, mutation] of chapter.compileFails.entries()) {
     const label = `编译失败用例 ${index + 1}（${mutation.rule}）`;
-    const file = path.join(dir, mutation.file);
-    if (!existsSync(file)) {
-      problems.push(`${label}要改的文件 ${mutation.file} 不存在`);
-      continue;
-    }
-    const original = readFileSync(file, "utf8");
-    const occurrences = original.split(mutation.find).length - 1;
-    if (occurrences !== 1) {
-      problems.push(`${label}的原文在 ${mutation.file} 里出现 ${occurrences} 次，应当恰好 1 次`);
-      continue;
-    }
-    writeFileSync(file, original.replace(mutation.find, () => mutation.replace));
-    try {
+    const problem = await withReplacement(dir, mutation, label, async () => {
       const build = await buildProject(dir);
       const wanted = build.errors.filter((error) => error.code === mutation.code && error.file === mutation.file);
-      if (build.ok) problems.push(`${label}之后 tsc 仍然编译通过，应当报 ${mutation.code}`);
-      else if (wanted.length === 0) problems.push(`${label}之后 tsc 没有在 ${mutation.file} 报 ${mutation.code}：${describeBuild(build.errors)}`);
-    } finally {
-      writeFileSync(file, original);
-    }
+      if (build.ok) return `${label}之后 tsc 仍然编译通过，应当报 ${mutation.code}`;
+      if (wanted.length === 0) return `${label}之后 tsc 没有在 ${mutation.file} 报 ${mutation.code}：${describeBuild(build.errors)}`;
+      return undefined;
+    });
+    if (problem !== undefined) problems.push(problem);
   }
   return problems;
+}
+
+/**
+ * 在 dir 里对一个文件做一次精确替换（原文必须恰好出现一次），跑完 check 一定改回原样。
+ * 返回问题的说明；替换做不成时说明原因，check 不运行。
+ */
+async function withReplacement(
+  dir: string,
+  replacement: { file: string; find: string; replace: string },
+  label: string,
+  check: () => Promise<string | undefined>,
+): Promise<string | undefined> {
+  const file = path.join(dir, replacement.file);
+  if (!existsSync(file)) return `${label}要改的文件 ${replacement.file} 不存在`;
+  const original = readFileSync(file, "utf8");
+  const occurrences = original.split(replacement.find).length - 1;
+  if (occurrences !== 1) return `${label}的原文在 ${replacement.file} 里出现 ${occurrences} 次，应当恰好 1 次`;
+  writeFileSync(file, original.replace(replacement.find, () => replacement.replace));
+  try {
+    return await check();
+  } finally {
+    writeFileSync(file, original);
+  }
 }
 
 // ── 承诺 7：课文 ────────────────────────────────────────────────
