@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -8,14 +7,13 @@ import { loadChapters } from "../scripts/engine/chapters.ts";
 import { conflictReport, mergeThreeWay, planContinue } from "../scripts/engine/continue.ts";
 import { ensureHistory } from "../scripts/engine/history.ts";
 import { KIT_ROOT, LESSONS_DIR } from "../scripts/engine/paths.ts";
-import { KIT, runScript, tempDir, TSX } from "./helpers.ts";
+import { hasPty, KIT, runInTerminal, runScript, tempDir } from "./helpers.ts";
 import { card, readProgress, show } from "./learner.ts";
 
 const work = tempDir("continue");
 after(() => work.remove());
 
 /** util-linux 的 script 给子进程一个伪终端：reset 的确认只在终端里问。 */
-const hasPty = process.platform === "linux" && spawnSync("script", ["--version"]).status === 0;
 
 const FIXTURES = path.join(KIT, "test", "fixtures");
 const SRC = "packages/pi-course/src";
@@ -288,24 +286,12 @@ describe("reset：普通练习目录与错误的输入", () => {
     const mine = "// 我的第二版\n";
     writeFileSync(file, mine);
     const ask = async (answer: string) => {
-      const command = [process.execPath, "--import", TSX, path.join(KIT, "scripts", "reset.ts"), "05", "sse.ts", dir].map((part) => `'${part}'`).join(" ");
-      const child = spawn("script", ["-qfec", command, "/dev/null"], {
-        cwd: KIT,
-        env: { ...process.env, NO_COLOR: "1", INIT_CWD: KIT, PI_COURSE_PROGRESS: progress },
-        stdio: ["pipe", "pipe", "pipe"],
-      });
-      let out = "";
-      child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")));
-      const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
-      const deadline = Date.now() + 30_000;
-      while (!/（y\/N）/.test(out)) {
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`等不到确认的问题：\n${out}`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      assert.match(out, /把 packages\/pi-course\/src\/sse\.ts 还原到本章起点？你现在的版本会先移到练习目录的 \.pi-course\/backup\/ 里，不会丢。/);
+      const { child, closed, output, waitFor } = runInTerminal("reset", ["05", "sse.ts", dir], { PI_COURSE_PROGRESS: progress });
+      await waitFor(/（y\/N）/, 30_000);
+      assert.match(output(), /把 packages\/pi-course\/src\/sse\.ts 还原到本章起点？你现在的版本会先移到练习目录的 \.pi-course\/backup\/ 里，不会丢。/);
       child.stdin.write(`${answer}\r`);
       assert.equal(await closed, 0);
-      return out;
+      return output();
     };
     assert.match(await ask("n"), /没有还原，文件原样未动/);
     assert.equal(readFileSync(file, "utf8"), mine);

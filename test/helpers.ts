@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -79,4 +79,40 @@ export async function git(cwd: string, ...args: string[]): Promise<string> {
   const result = await spawnProcess("git", args, { cwd });
   if (result.code !== 0) throw new Error(`git ${args.join(" ")} 失败：${result.stderr}`);
   return result.stdout.trim();
+}
+
+/** 这台机器有没有 util-linux 的 script 命令：有它才能给命令一个伪终端。 */
+export const hasPty = process.platform === "linux" && spawnSync("script", ["--version"]).status === 0;
+
+/**
+ * 在伪终端里运行一个套件脚本（scripts/<name>.ts）：命令以为自己连着终端，会问问题、读按键；
+ * 测试往 stdin 写按键，用 waitFor 等屏幕上出现某句话。
+ */
+export function runInTerminal(name: string, args: readonly string[], env: NodeJS.ProcessEnv = {}) {
+  const command = [process.execPath, "--import", TSX, path.join(KIT, "scripts", `${name}.ts`), ...args].map((part) => `'${part}'`).join(" ");
+  const child = spawn("script", ["-qfec", command, "/dev/null"], {
+    cwd: KIT,
+    env: { ...process.env, NO_COLOR: "1", INIT_CWD: KIT, ...env },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let screen = "";
+  child.stdout.on("data", (chunk: Buffer) => (screen += chunk.toString("utf8")));
+  const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
+  return {
+    child,
+    closed,
+    /** 到目前为止屏幕上的全部输出。 */
+    output: () => screen,
+    /** 忘掉已经看到的输出，之后的 waitFor 只看新的。 */
+    clear: () => {
+      screen = "";
+    },
+    async waitFor(pattern: RegExp, timeoutMs = 20_000): Promise<void> {
+      const deadline = Date.now() + timeoutMs;
+      while (!pattern.test(screen)) {
+        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`等不到 ${pattern}：\n${screen}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
+  };
 }

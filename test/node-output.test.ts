@@ -5,7 +5,7 @@ import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { buildProject } from "../scripts/engine/runner.ts";
-import { spawnProcess, tempDir } from "./helpers.ts";
+import { hasPty, spawnProcess, tempDir } from "./helpers.ts";
 import { card, practice, solveTo } from "./learner.ts";
 
 /**
@@ -14,7 +14,6 @@ import { card, practice, solveTo } from "./learner.ts";
  * 子进程一律用 process.execPath：检查的正是正在受测的那个 Node。
  */
 const major = Number(process.versions.node.split(".")[0]);
-const hasPty = process.platform === "linux" && spawnSync("script", ["--version"]).status === 0;
 
 const work = tempDir("node-output");
 after(() => work.remove());

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { watchFooter } from "../scripts/engine/screen.ts";
 import { isEditorNoise } from "../scripts/engine/watch.ts";
-import { KIT, runScript, tempDir, TSX } from "./helpers.ts";
+import { hasPty, KIT, runInTerminal, runScript, tempDir, TSX } from "./helpers.ts";
 import { card, practice, show, solveTo } from "./learner.ts";
 
 const work = tempDir("watch");
@@ -187,9 +187,6 @@ test("页脚：在终端里列出按键，管道里只说保存即重跑、Ctrl-
   assert.equal(watchFooter("poll", false), "监视中（轮询）：保存文件即重跑，Ctrl-C 退出");
 });
 
-/** util-linux 的 script 能给子进程一个伪终端，这样才能像学习者一样按键。 */
-const hasPty = process.platform === "linux" && spawnSync("script", ["--version"]).status === 0;
-
 describe("watch：在终端里按键", { skip: hasPty ? false : "需要 util-linux 的 script 命令来提供伪终端" }, () => {
   const progress = path.join(work.dir, "pty-progress.json");
   const dir = path.join(work.dir, "pi-practice-03-pty");
@@ -200,66 +197,38 @@ describe("watch：在终端里按键", { skip: hasPty ? false : "需要 util-lin
   });
 
   test("全部通过时按 h：一行说不需要提示；q 退出", { timeout: 60_000 }, async () => {
-    const command = [process.execPath, "--import", TSX, path.join(KIT, "scripts", "watch.ts"), "03", dir].map((part) => `'${part}'`).join(" ");
-    const child = spawn("script", ["-qfec", command, "/dev/null"], {
-      cwd: KIT,
-      env: { ...process.env, NO_COLOR: "1", INIT_CWD: KIT, PI_COURSE_PROGRESS: progress },
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    let out = "";
-    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")));
-    const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
-    const waitFor = async (pattern: RegExp) => {
-      const deadline = Date.now() + 20_000;
-      while (!pattern.test(out)) {
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`等不到 ${pattern}：\n${out}`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    };
+    const { child, closed, output, waitFor } = runInTerminal("watch", ["03", dir], { PI_COURSE_PROGRESS: progress });
     try {
       await waitFor(/保存文件即重跑 · 按键：r 重跑、h 下一级提示、x 还原文件、q 退出/);
-      assert.match(out, /✓ 聚焦测试全部通过（4\/4）/);
+      assert.match(output(), /✓ 聚焦测试全部通过（4\/4）/);
       child.stdin.write("h");
       await waitFor(/聚焦测试全部通过，不需要提示。/);
       child.stdin.write("q");
       assert.equal(await closed, 0);
-      assert.match(out, /已停止监视。/);
+      assert.match(output(), /已停止监视。/);
     } finally {
       child.kill();
     }
   });
 
   test("按 x 还原一个教学文件：先选文件、再确认（与 npm run reset 问同一句），其他键取消；你的版本先进备份", { timeout: 90_000 }, async () => {
-    const command = [process.execPath, "--import", TSX, path.join(KIT, "scripts", "watch.ts"), "03", dir].map((part) => `'${part}'`).join(" ");
-    const child = spawn("script", ["-qfec", command, "/dev/null"], {
-      cwd: KIT,
-      env: { ...process.env, NO_COLOR: "1", INIT_CWD: KIT, PI_COURSE_PROGRESS: progress },
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    let out = "";
-    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")));
-    const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
-    const waitFor = async (pattern: RegExp) => {
-      const deadline = Date.now() + 30_000;
-      while (!pattern.test(out)) {
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`等不到 ${pattern}：\n${out}`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    };
+    const terminal = runInTerminal("watch", ["03", dir], { PI_COURSE_PROGRESS: progress });
+    const { child, closed, output, clear } = terminal;
+    const waitFor = (pattern: RegExp) => terminal.waitFor(pattern, 30_000);
     const file = path.join(dir, "packages/pi-course/src/event-stream.ts");
     const solved = readFileSync(file, "utf8");
     try {
       await waitFor(/✓ 聚焦测试全部通过（4\/4）/);
       child.stdin.write("x");
       await waitFor(/还原哪个文件到本章起点？按数字选择，其他键取消：/);
-      assert.match(out, /2  packages\/pi-course\/src\/event-stream\.ts/);
+      assert.match(output(), /2  packages\/pi-course\/src\/event-stream\.ts/);
       child.stdin.write("2");
       await waitFor(/把 packages\/pi-course\/src\/event-stream\.ts 还原到本章起点？你现在的版本会先移到练习目录的 \.pi-course\/backup\/ 里，不会丢。/);
       child.stdin.write("n");
       await waitFor(/没有还原，文件原样未动。/);
       assert.equal(readFileSync(file, "utf8"), solved);
       child.stdin.write("x");
-      out = "";
+      clear();
       await waitFor(/按数字选择/);
       child.stdin.write("2");
       await waitFor(/按 y 确认，其他键取消。/);
