@@ -71,6 +71,27 @@ test("mutations 与 placeholders 逐字段校验：错误指出文件与字段",
   assert.doesNotThrow(() => loadChapters(lessonsWith("compile-fail-ok", (meta) => (meta.compileFails = [compileFail]))));
 });
 
+test("heldOut（留出测试）逐字段校验：文件在章节的 heldout/ 里且真的存在，至少一个测试，落点在测试目录下一层", () => {
+  const heldOut = { files: ["heldout/tasks.ts", "heldout/99-heldout.test.ts"], into: "packages/pi-course/test/heldout", count: 2 };
+  const withFiles = (name: string, value: unknown) => {
+    const dir = lessonsWith(name, (meta) => (meta.heldOut = value));
+    mkdirSync(path.join(dir, "03-message-ir", "heldout"));
+    for (const file of heldOut.files) writeFileSync(path.join(dir, "03-message-ir", file), "// 留出\n");
+    return dir;
+  };
+  const ok = loadChapters(withFiles("heldout-ok", heldOut)).find((chapter) => chapter.id === "03");
+  assert.deepEqual(ok?.heldOut, heldOut);
+  assert.equal(loadChapters(LESSONS_DIR).find((chapter) => chapter.id === "03")?.heldOut, undefined);
+  assertInvalid(withFiles("heldout-outside", { ...heldOut, files: ["tasks.ts"] }), /字段 heldOut\.files\[0\] 应当形如 heldout\/名字\.ts/);
+  assertInvalid(withFiles("heldout-no-test", { ...heldOut, files: ["heldout/tasks.ts"] }), /字段 heldOut\.files 至少要有一个 \*\.test\.ts/);
+  assertInvalid(withFiles("heldout-into", { ...heldOut, into: "packages/pi-course/src" }), /字段 heldOut\.into 应当形如/);
+  assertInvalid(withFiles("heldout-count", { ...heldOut, count: 0 }), /字段 heldOut\.count 至少要有一项测试/);
+  assert.throws(
+    () => loadChapters(lessonsWith("heldout-missing", (meta) => (meta.heldOut = heldOut))),
+    (error: unknown) => error instanceof CourseError && /03-message-ir\/heldout\/tasks\.ts：文件不存在/.test(error.message),
+  );
+});
+
 test("不是合法 JSON 与章节编号不连续：同样给出一句中文", () => {
   const broken = lessonsWith("broken-json", () => {});
   writeFileSync(path.join(broken, "03-message-ir", "chapter.json"), "{ 不是 json");

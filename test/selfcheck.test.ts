@@ -11,6 +11,7 @@ import {
   checkMutations,
   checkRegions,
   checkTipMatchesPackage,
+  findHeldOut,
   findHintText,
   materialise,
   PROMISES,
@@ -90,6 +91,28 @@ test("练习目录里出现提示原文会被发现", () => {
   writeFileSync(path.join(dir, "notes.md"), `抄来的：${chapter.labs[1]!.hints.pseudocode}\n`);
   writeFileSync(path.join(dir, "node_modules", "ignored.md"), chapter.labs[0]!.hints.code);
   assert.deepEqual(findHintText(chapter, dir), [`练习目录的 notes.md 含有实践 ${chapter.labs[1]!.id} 的提示（伪代码）原文`]);
+});
+
+test("练习目录里出现留出文件会被发现：在自检放它的位置，或者换了名字藏在别处", () => {
+  const lessonDir = path.join(work.dir, "heldout-lesson");
+  mkdirSync(path.join(lessonDir, "heldout"), { recursive: true });
+  writeFileSync(path.join(lessonDir, "heldout", "99-heldout.test.ts"), "// 留出测试\n");
+  writeFileSync(path.join(lessonDir, "heldout", "tasks.ts"), "export const TASKS = [];\n");
+  const heldOut = { files: ["heldout/99-heldout.test.ts", "heldout/tasks.ts"], into: "packages/pi-course/test/heldout", count: 1 };
+  const capstone = { ...chapters[0]!, id: "99", dir: lessonDir, heldOut };
+
+  const dir = path.join(work.dir, "heldout-leak");
+  mkdirSync(path.join(dir, "node_modules"), { recursive: true });
+  writeFileSync(path.join(dir, "node_modules", "tasks.ts"), "export const TASKS = [];\n");
+  assert.deepEqual(findHeldOut([...chapters, capstone], dir), [], "干净的练习目录（node_modules 不算）");
+
+  mkdirSync(path.join(dir, "packages/pi-course/test/heldout"), { recursive: true });
+  writeFileSync(path.join(dir, "packages/pi-course/test/heldout/99-heldout.test.ts"), "// 留出测试\n");
+  writeFileSync(path.join(dir, "notes.ts"), "export const TASKS = [];\n");
+  assert.deepEqual(findHeldOut([...chapters, capstone], dir), [
+    "练习目录里有 packages/pi-course/test/heldout/99-heldout.test.ts：第 99 章的留出文件 heldout/99-heldout.test.ts不该进练习目录",
+    "练习目录的 notes.ts 就是第 99 章的留出文件 heldout/tasks.ts",
+  ]);
 });
 
 test("每一章的自检恰好落在一个分片文件里，分片文件一个不少、一个不多", () => {

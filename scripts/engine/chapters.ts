@@ -111,6 +111,19 @@ export interface Stop {
   note: string;
 }
 
+/**
+ * 留出测试（DESIGN §4.8，毕业章用）：只在套件的自检里、在本章目标上运行，从不进练习目录，
+ * 所以学习者照着看得见的测试写死答案也过不了它们。文件放在章节目录里，不进课程历史。
+ */
+export interface HeldOut {
+  /** 相对章节目录的文件，都在 heldout/ 下：测试（*.test.ts）和它们用到的任务。 */
+  files: string[];
+  /** 自检把这些文件复制到目标项目的哪个目录，例如 packages/pi-course/test/heldout。 */
+  into: string;
+  /** 这些测试一共几项，必须全部通过。 */
+  count: number;
+}
+
 export type Mode = "观察" | "重建";
 export type Difficulty = "入门" | "基础" | "核心" | "进阶";
 
@@ -138,6 +151,8 @@ export interface ChapterMeta {
   acceptance: string[];
   steps: Step[];
   stops: Stop[];
+  /** 留出测试；只有毕业章有。 */
+  heldOut?: HeldOut;
 }
 
 export interface Chapter extends ChapterMeta {
@@ -199,7 +214,7 @@ function loadChapter(dir: string): Chapter {
     lessonPath: path.join(dir, LESSON_FILE),
     patchPath: path.join(dir, PATCH_FILE),
   };
-  for (const file of [LESSON_FILE, PATCH_FILE, ...meta.steps.map((step) => step.patch)]) {
+  for (const file of [LESSON_FILE, PATCH_FILE, ...meta.steps.map((step) => step.patch), ...(meta.heldOut?.files ?? [])]) {
     if (!existsSync(path.join(dir, file))) {
       throw new CourseError("CHAPTER_INVALID", `${path.join("lessons", dirName, file)}：文件不存在`);
     }
@@ -329,6 +344,7 @@ function parseMeta(raw: unknown, r: Reader): ChapterMeta {
     steps: o.steps === undefined ? [] : r.array(o.steps, "steps", (value, field) => parseStep(value, field, r)),
     stops: o.stops === undefined ? [] : parseStops(o.stops, labs, r),
   };
+  if (o.heldOut !== undefined) meta.heldOut = parseHeldOut(o.heldOut, r);
   meta.placeholders.forEach((placeholder, index) => {
     if (!labs.some((lab) => lab.id === placeholder.lab)) r.fail(`placeholders[${index}].lab`, `${placeholder.lab} 不是本章的实践`);
     if (!meta.teachingFiles.includes(placeholder.file)) r.fail(`placeholders[${index}].file`, `${placeholder.file} 不是本章的教学文件`);
@@ -350,6 +366,20 @@ function parseStops(value: unknown, labs: readonly Lab[], r: Reader): Stop[] {
     seen.add(after);
     return { after, note: r.string(o.note, `${field}.note`) };
   });
+}
+
+function parseHeldOut(value: unknown, r: Reader): HeldOut {
+  const o = r.object(value, "heldOut");
+  const files = r.strings(o.files, "heldOut.files", { nonEmpty: true });
+  files.forEach((file, index) => {
+    if (!/^heldout\/[^/]+\.ts$/.test(file)) r.fail(`heldOut.files[${index}]`, "应当形如 heldout/名字.ts（直接放在章节的 heldout/ 目录里）");
+  });
+  if (!files.some((file) => file.endsWith(".test.ts"))) r.fail("heldOut.files", "至少要有一个 *.test.ts");
+  const into = r.string(o.into, "heldOut.into");
+  if (!/^packages\/pi-course\/test\/[a-z0-9-]+$/.test(into)) r.fail("heldOut.into", "应当形如 packages/pi-course/test/heldout（测试目录下单独的一层）");
+  const count = r.count(o.count, "heldOut.count");
+  if (count === 0) r.fail("heldOut.count", "至少要有一项测试");
+  return { files, into, count };
 }
 
 function parseFocusedTest(value: unknown, r: Reader): ChapterMeta["focusedTest"] {

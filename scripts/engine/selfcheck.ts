@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 import { focusedGlob } from "./card.js";
@@ -35,6 +35,7 @@ export const PROMISES = {
   regions: "9 从目标切出的脚手架红在第一个实践，逐个填回后各实践依次变绿",
   mutations: "10 每条变异都让聚焦测试变红",
   compileFails: "10 每个编译失败用例都让 tsc 报出声明的错误",
+  heldOut: "8 留出测试在目标上全部通过",
 } as const;
 
 // ── 承诺 1 ──────────────────────────────────────────────────────
@@ -153,6 +154,7 @@ export async function checkPurity(ctx: SelfCheckContext, chapter: Chapter, pract
     if (actual !== expected) problems.push(`教学文件 ${file} 不是起点（或切出的脚手架）的版本`);
   }
   problems.push(...findHintText(chapter, practiceDir));
+  problems.push(...findHeldOut(ctx.chapters, practiceDir));
   if (existsSync(path.join(practiceDir, "node_modules", "@pi"))) problems.push("练习目录的 node_modules 里有 @pi（会解析到最终答案）");
   try {
     createRequire(path.join(practiceDir, "package.json")).resolve("@pi/course/package.json");
@@ -186,6 +188,60 @@ export function findHintText(chapter: Chapter, practiceDir: string): string[] {
   };
   visit(practiceDir);
   return problems;
+}
+
+/**
+ * 承诺 8 的另一半：练习目录里没有任何一章的留出文件——既不在自检复制它们去的位置，
+ * 也不以别的名字藏在别处（按内容比对）。node_modules 除外。
+ */
+export function findHeldOut(chapters: readonly Chapter[], practiceDir: string): string[] {
+  const byContent = new Map<string, string>();
+  const problems: string[] = [];
+  for (const chapter of chapters) {
+    if (chapter.heldOut === undefined) continue;
+    for (const file of chapter.heldOut.files) {
+      const label = `第 ${chapter.id} 章的留出文件 ${file}`;
+      byContent.set(readFileSync(path.join(chapter.dir, file), "utf8"), label);
+      const landing = path.join(chapter.heldOut.into, path.basename(file));
+      if (existsSync(path.join(practiceDir, landing))) problems.push(`练习目录里有 ${landing}：${label}不该进练习目录`);
+    }
+  }
+  if (byContent.size === 0) return problems;
+  const visit = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (entry.name !== "node_modules") visit(full);
+      } else if (entry.isFile()) {
+        const label = byContent.get(readFileSync(full, "utf8"));
+        const relative = path.relative(practiceDir, full);
+        if (label !== undefined && !problems.some((problem) => problem.includes(relative))) {
+          problems.push(`练习目录的 ${relative} 就是${label}`);
+        }
+      }
+    }
+  };
+  visit(practiceDir);
+  return problems;
+}
+
+// ── 承诺 8：留出测试 ────────────────────────────────────────────
+
+/**
+ * 把本章的留出文件复制进目标项目（chapter.heldOut.into），编译，运行其中的测试：
+ * 必须恰好 count 项、全部通过。本章没有留出测试时这条承诺不适用。
+ */
+export async function checkHeldOut(chapter: Chapter, dir: string): Promise<string[]> {
+  const heldOut = chapter.heldOut;
+  if (heldOut === undefined) return [];
+  mkdirSync(path.join(dir, heldOut.into), { recursive: true });
+  for (const file of heldOut.files) copyFileSync(path.join(chapter.dir, file), path.join(dir, heldOut.into, path.basename(file)));
+  const build = await buildProject(dir);
+  if (!build.ok) return [`放进留出测试之后目标编译失败：${describeBuild(build.errors)}`];
+  const tests = heldOut.files
+    .filter((file) => file.endsWith(".test.ts"))
+    .map((file) => compiledTestPath(dir, `${heldOut.into}/${path.basename(file)}`));
+  return expectCounts(await runTests(tests), { expect: { pass: heldOut.count, total: heldOut.count } }, "留出测试");
 }
 
 // ── 承诺 3、4：目标 ─────────────────────────────────────────────
@@ -459,6 +515,10 @@ export async function selfCheckChapter(ctx: SelfCheckContext, chapter: Chapter):
   const mutantDir = await materialise(ctx, commits.target, `mutations-${chapter.id}`);
   await record(PROMISES.mutations, () => checkMutations(chapter, mutantDir));
   if (chapter.compileFails.length > 0) await record(PROMISES.compileFails, () => checkCompileFails(chapter, mutantDir));
+  if (chapter.heldOut !== undefined) {
+    const heldOutDir = await materialise(ctx, commits.target, `heldout-${chapter.id}`);
+    await record(PROMISES.heldOut, () => checkHeldOut(chapter, heldOutDir));
+  }
   for (const step of chapter.steps) {
     const hash = commits.steps[step.id];
     if (!hash) {

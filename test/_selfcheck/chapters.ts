@@ -12,6 +12,7 @@ import {
   checkEarlierChapters,
   checkFault,
   checkFirstRed,
+  checkHeldOut,
   checkLesson,
   checkMutations,
   checkPurity,
@@ -41,13 +42,14 @@ export const shardFile = (shard: number): string => `shard-${shard}.test.ts`;
 
 /**
  * 一章自检大约要做多少次“编译 + 跑聚焦测试”：练习目录、目标、更早章节、故障实验各一次，
- * 每个实践的每次运行在目标和脚手架上各一次，每条变异一次，每个步骤编译一次、每次运行一次。
+ * 每个实践的每次运行在目标和脚手架上各一次，每条变异一次，每个步骤编译一次、每次运行一次，留出测试编译一次、运行一次。
  * 用来把章节分得大致一样重。
  */
 export function estimatedCost(chapter: Chapter): number {
   const labRuns = chapter.labs.reduce((sum, lab) => sum + lab.runs.length, 0);
   const stepRuns = chapter.steps.reduce((sum, step) => sum + 1 + step.runs.length, 0);
-  return 6 + 2 * labRuns + chapter.mutations.length + chapter.compileFails.length + stepRuns;
+  const heldOut = chapter.heldOut === undefined ? 0 : 2;
+  return 6 + 2 * labRuns + chapter.mutations.length + chapter.compileFails.length + stepRuns + heldOut;
 }
 
 /** 最重的章节先分，每次分给目前最轻的文件（同样轻取编号小的）：结果只取决于章节本身，每次都一样。 */
@@ -140,6 +142,13 @@ function describeChapter(chapter: Chapter, ctx: () => SelfCheckContext, history:
       test(label(PROMISES.compileFails), { timeout: 120_000 }, async () => {
         const compileDir = await materialise(ctx(), history().chapters[chapter.id]!.target, `compile-fails-${chapter.id}`);
         assert.deepEqual(await checkCompileFails(chapter, compileDir), [], label(PROMISES.compileFails));
+      });
+    }
+
+    if (chapter.heldOut !== undefined) {
+      test(label(PROMISES.heldOut), { timeout: 120_000 }, async () => {
+        const heldOutDir = await materialise(ctx(), history().chapters[chapter.id]!.target, `heldout-${chapter.id}`);
+        assert.deepEqual(await checkHeldOut(chapter, heldOutDir), [], label(PROMISES.heldOut));
       });
     }
 
