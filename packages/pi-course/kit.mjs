@@ -1,4 +1,4 @@
-// 课程项目里的 checkpoint、practice、verify、hint、watch、reset、status、doctor 都经这里转交给课程套件。
+// 课程项目里的 checkpoint、practice、verify、hint、watch、reset、status、doctor、eval 都经这里转交给课程套件。
 // - 在课程套件里（../../scripts/<命令>.ts 存在）：原样转给套件脚本。
 // - 在练习目录里：.pi-course-practice.json 记着套件的位置和章节，替学习者补上章节号和练习目录，
 //   所以在练习目录里（包括 packages/pi-course、src 这些子目录）直接 `npm run verify` 就行。
@@ -61,6 +61,9 @@ function withPracticeDefaults(given, chapter) {
     }
     case "checkpoint":
       return positionals.length === 0 ? [chapter, ...given] : given;
+    case "eval":
+      // eval 跑的是这个目录自己的代码，不是套件里的答案。
+      return positionals.length === 0 ? [projectRoot, ...given] : given;
     case "reset": {
       // `npm run reset -- types.ts` 在练习目录里的意思是“本章、这个目录里的 types.ts”。
       const withChapter = positionals.length > 0 && /^\d{1,2}$/.test(positionals[0]) ? given : [chapter, ...given];

@@ -1,0 +1,135 @@
+/**
+ * 十个可见任务：`npm run eval` 跑的就是它们。每个任务都是一段完整的真实使用——
+ * 一个工作区、用户说的话、模型的回答（脚本），以及跑完之后用证据核对的几项检查。
+ * 课程另有几个留出任务不在这里：它们换了文件名、调用 id、结果次序，专门抓“照着可见任务写死”的实现。
+ */
+
+import type { CompactionSettings } from "../compaction.js";
+import type { ReplyTurn } from "../scripted-model.js";
+import { answerIncludes, fileEquals, fileIncludes, neverSent, sentAsUser, sessionCount, toolCallsPaired, toolErrors } from "./checks.js";
+import type { EvalTask } from "./types.js";
+
+// ── 写脚本的两个帮手 ────────────────────────────────────────────
+
+/** 模型这一轮只说话，说完就停。 */
+export function say(words: string): ReplyTurn {
+  return { kind: "reply", content: [{ type: "text", text: words }], stopReason: "stop" };
+}
+
+/** 模型这一轮请求一个或几个工具，按写下的顺序。 */
+export function use(...calls: [id: string, name: string, args: Record<string, unknown>][]): ReplyTurn {
+  return { kind: "reply", content: calls.map(([id, name, args]) => ({ type: "toolCall", id, name, arguments: args })), stopReason: "toolUse" };
+}
+
+/** 让 `/compact` 真的有东西可压：只保留最近的一段交互。 */
+export const TIGHT_BUDGET: CompactionSettings = { contextWindow: 1_000_000, reserveTokens: 0, safetyMargin: 0, keepRecentTokens: 1 };
+
+// ── 任务 ────────────────────────────────────────────────────────
+
+export const VISIBLE_TASKS: EvalTask[] = [
+  {
+    id: "readme-name",
+    title: "读 README，说出项目名",
+    files: { "README.md": "# 星图\n\n一个画星座的小工具。\n" },
+    prompts: ["请读取 README，然后告诉我项目名"],
+    turns: [use(["call-1", "read", { path: "README.md" }]), say("项目名是 星图。")],
+    checks: [toolCallsPaired(), toolErrors(0), sentAsUser(1, "请读取 README"), answerIncludes("星图")],
+  },
+  {
+    id: "write-file",
+    title: "新建一个文件",
+    files: {},
+    prompts: ["新建 hello.txt，内容是“你好”"],
+    turns: [use(["call-1", "write", { path: "hello.txt", content: "你好\n" }]), say("写好了 hello.txt。")],
+    checks: [fileEquals("hello.txt", "你好\n"), toolCallsPaired(), sessionCount("toolResult", 1)],
+  },
+  {
+    id: "edit-config",
+    title: "改配置里的一个值",
+    files: { "config.json": '{\n  "port": 3000,\n  "host": "localhost"\n}\n' },
+    prompts: ["把端口改成 8080"],
+    turns: [
+      use(["call-1", "read", { path: "config.json" }]),
+      use(["call-2", "edit", { path: "config.json", edits: [{ oldText: '"port": 3000', newText: '"port": 8080' }] }]),
+      say("端口改成 8080 了。"),
+    ],
+    checks: [fileEquals("config.json", '{\n  "port": 8080,\n  "host": "localhost"\n}\n'), toolCallsPaired(), toolErrors(0)],
+  },
+  {
+    id: "bash-build",
+    title: "用 bash 生成文件",
+    files: { "src/a.txt": "alpha\n", "src/b.txt": "beta\n" },
+    prompts: ["把 src 下的文件合并成 dist/all.txt"],
+    turns: [use(["call-1", "bash", { command: "mkdir -p dist && cat src/a.txt src/b.txt > dist/all.txt" }]), say("合并好了。")],
+    checks: [fileEquals("dist/all.txt", "alpha\nbeta\n"), toolCallsPaired(), toolErrors(0)],
+  },
+  {
+    id: "two-reads",
+    title: "一轮读两个文件，再写结果",
+    files: { "first.txt": "上半句，", "second.txt": "下半句。" },
+    prompts: ["把 first.txt 和 second.txt 拼成 joined.txt"],
+    turns: [
+      use(["call-1", "read", { path: "first.txt" }], ["call-2", "read", { path: "second.txt" }]),
+      use(["call-3", "write", { path: "joined.txt", content: "上半句，下半句。" }]),
+      say("拼好了。"),
+    ],
+    checks: [fileEquals("joined.txt", "上半句，下半句。"), toolCallsPaired(), sessionCount("toolResult", 3)],
+  },
+  {
+    id: "user-command",
+    title: "用户的 !cmd 进入上下文",
+    files: { "VERSION": "1.4.2\n" },
+    prompts: ["!cat VERSION", "刚才那条命令输出了什么？"],
+    turns: [say("输出是 1.4.2。")],
+    checks: [sessionCount("bashExecution", 1), sentAsUser(1, "1.4.2"), answerIncludes("1.4.2")],
+  },
+  {
+    id: "private-command",
+    title: "用户的 !!cmd 不进请求",
+    files: { ".env": "API_TOKEN=tok-visible-42\n" },
+    prompts: ["!!cat .env", "照着 .env 的键写一个 .env.example，值留空"],
+    turns: [use(["call-1", "write", { path: ".env.example", content: "API_TOKEN=\n" }]), say("写好了 .env.example。")],
+    checks: [fileEquals(".env.example", "API_TOKEN=\n"), sessionCount("bashExecution", 1), neverSent("tok-visible-42")],
+  },
+  {
+    id: "compact-then-continue",
+    title: "压缩之后接着干活",
+    files: { "notes.md": "登录页的按钮在手机上点不到。\n" },
+    prompts: ["读一下 notes.md", "用一句话说要修什么", "/compact", "把要修的事写进 TODO.md"],
+    turns: [
+      use(["call-1", "read", { path: "notes.md" }]),
+      say("笔记说登录页的按钮在手机上点不到。"),
+      say("要修手机上登录按钮点不到的问题。"),
+      say("## 目标\n修登录按钮（摘要-7f3）\n## 进展\n读过 notes.md"),
+      use(["call-2", "write", { path: "TODO.md", content: "- 修手机上的登录按钮\n" }]),
+      say("写进 TODO.md 了。"),
+    ],
+    compaction: TIGHT_BUDGET,
+    checks: [sessionCount("compaction", 1), sentAsUser(5, "摘要-7f3"), fileEquals("TODO.md", "- 修手机上的登录按钮\n"), toolCallsPaired()],
+  },
+  {
+    id: "branch-retry",
+    title: "回到分支点重来",
+    files: {},
+    prompts: ["把代号 Apollo 写进 name.txt", "/branch Apollo", "把代号 Hermes 写进 name.txt"],
+    turns: [
+      use(["call-1", "write", { path: "name.txt", content: "Apollo\n" }]),
+      say("写了 Apollo。"),
+      use(["call-2", "write", { path: "name.txt", content: "Hermes\n" }]),
+      say("写了 Hermes。"),
+    ],
+    checks: [fileEquals("name.txt", "Hermes\n"), neverSent("Apollo", 3), sessionCount("user", 2), toolCallsPaired()],
+  },
+  {
+    id: "tool-fails",
+    title: "工具失败之后换个办法",
+    files: { "docs/setup.md": "先运行 npm ci。\n" },
+    prompts: ["读一下安装说明"],
+    turns: [
+      use(["call-1", "read", { path: "SETUP.md" }]),
+      use(["call-2", "read", { path: "docs/setup.md" }]),
+      say("安装说明：先运行 npm ci。"),
+    ],
+    checks: [toolErrors(1), toolCallsPaired(), fileIncludes("docs/setup.md", "npm ci"), answerIncludes("npm ci")],
+  },
+];
