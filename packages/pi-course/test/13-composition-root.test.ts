@@ -259,17 +259,23 @@ test("13.2 关闭按创建的逆序，每个部件恰好一次；一个部件失
   assert.deepEqual(closed, ["扩展", "会话", "模型"]);
 });
 
-test("13.2 关闭会中止正在进行的运行，等它收尾、写完记录再返回", { timeout: 2_000 }, async (t) => {
+test("13.2 关闭先停下会话：运行被中止并收尾，扩展在 agent_end 里记的条目也落盘，之后才收回扩展的写权限", { timeout: 2_000 }, async (t) => {
   const { cwd, agentDir } = await project(t);
+  await mkdir(path.join(cwd, ".pi", "extensions"), { recursive: true });
+  await writeFile(path.join(cwd, ".pi", "extensions", "log.mjs"), 'export default (pi) => pi.on("agent_end", () => pi.appendEntry("log", { ended: true }));\n');
+  const warnings: string[] = [];
   const hanging = hangingModel();
-  const runtime = await createRuntime({ cwd, agentDir, env: {}, model: hanging.model });
+  const runtime = await createRuntime({ cwd, agentDir, env: {}, model: hanging.model, onWarning: (message) => warnings.push(message) });
   const asking = runtime.session.prompt("你好");
   await hanging.running;
   await runtime.dispose();
   assert.equal(runtime.session.agent.state.status, "idle");
   await asking;
-  const last = (await sessionLines(runtime.sessionFile)).at(-1);
-  assert.equal(last?.type === "message" && last.message.role === "assistant" ? last.message.stopReason : undefined, "aborted");
+  const entries = await sessionLines(runtime.sessionFile);
+  const lastMessage = entries.findLast((entry) => entry.type === "message");
+  assert.equal(lastMessage?.type === "message" && lastMessage.message.role === "assistant" ? lastMessage.message.stopReason : undefined, "aborted");
+  const logged = entries.some((entry) => entry.type === "custom" && entry.customType === "log");
+  assert.ok(logged, `扩展在 agent_end 里记下的条目应当在会话文件里；警告：${warnings.join("；")}`);
 });
 
 test("13.2 会话目录不能写：抛出的 RuntimeError 说出目录，也说出用 PI_COURSE_AGENT_DIR 换个地方", { timeout: 2_000 }, async (t) => {
@@ -277,7 +283,7 @@ test("13.2 会话目录不能写：抛出的 RuntimeError 说出目录，也说�
   const blocked = path.join(root, "not-a-dir");
   await writeFile(blocked, "这是一个文件，不是目录");
   await assert.rejects(createRuntime({ cwd, agentDir: blocked, env: {} }), (error: unknown) => {
-    assert.ok(error instanceof RuntimeError);
+    assert.ok(error instanceof RuntimeError, String(error));
     assert.equal(error.code, "SESSION_DIR_NOT_WRITABLE");
     assert.match(error.message, /not-a-dir/);
     assert.match(error.message, /PI_COURSE_AGENT_DIR/);
