@@ -65,6 +65,15 @@ test("--live 把项目自己的 modelFromEnv 接上的模型交给它的 eval；
   assert.match(missing.stderr, /--live 要连一个真实模型：先设置 PI_COURSE_BASE_URL/);
 });
 
+test("eval 自己还没写完（抛出“尚未实现”）：一句中文，不打堆栈，退出码 1", { timeout: 30_000 }, async () => {
+  const dir = learnerProject("unfinished");
+  writeFileSync(path.join(dir, "packages", "pi-course", "src", "eval", "run.ts"), 'export async function runEval() {\n  throw new Error("Lab 14.2 尚未实现");\n}\n');
+  const result = await runScript("eval", [dir]);
+  assert.equal(result.code, 1);
+  assert.match(result.stderr, /的 eval 自己抛出了错误：Lab 14\.2 尚未实现。先让本章的聚焦测试通过：npm run verify -- 14/);
+  assert.doesNotMatch(result.stderr, /\n\s+at /, "不该打出堆栈");
+});
+
 test("还没写到第 14 章的项目：一句中文说明去哪里写 eval", { timeout: 30_000 }, async () => {
   const dir = path.join(work.dir, "early");
   mkdirSync(path.join(dir, "packages", "pi-course", "src"), { recursive: true });

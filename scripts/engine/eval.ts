@@ -83,6 +83,14 @@ export async function evaluate(project: EvalProject, options: { live: boolean; e
       throw usageError("LIVE_NEEDS_ENDPOINT", (error as Error).message);
     }
   }
-  const reports = await project.runEval(project.tasks, model === undefined ? {} : { model });
-  return { reports, table: project.formatEvalTable(reports), summary: project.evalSummary(reports) };
+  try {
+    const reports = await project.runEval(project.tasks, model === undefined ? {} : { model });
+    return { reports, table: project.formatEvalTable(reports), summary: project.evalSummary(reports) };
+  } catch (error) {
+    // 多半是还没写完的实践（“Lab 14.x 尚未实现”）：一句话说清，不打一串堆栈。
+    throw new CourseError(
+      "EVAL_CRASHED",
+      `${project.dir} 的 eval 自己抛出了错误：${(error as Error).message ?? String(error)}。先让本章的聚焦测试通过：npm run verify -- 14`,
+    );
+  }
 }
