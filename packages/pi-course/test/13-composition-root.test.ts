@@ -73,7 +73,14 @@ function io(cwd: string, agentDir: string, extra: Partial<CliIo> = {}) {
 /** 一个不自己结束的模型：开始生成后一直等，直到被取消（obeyAbort 为 false 时连取消都不理）。 */
 function hangingModel(obeyAbort = true) {
   let started: () => void = () => {};
-  const running = new Promise<void>((resolve) => (started = resolve));
+  // 一秒内没有被调用就失败（而不是让测试永远等下去）：多半是运行时没有用给定的模型。
+  const running = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("给定的模型一直没有被调用：运行时用的是别的模型吗？")), 1_000);
+    started = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+  });
   const model: Model = {
     provider: "test",
     id: "hanging",
@@ -247,6 +254,9 @@ test("13.2 关闭按创建的逆序，每个部件恰好一次；一个部件失
   });
   disposer.add("扩展", async () => void closed.push("扩展"));
   const [a, b] = [disposer.dispose(), disposer.dispose()];
+  // 两个都接住：即使它们不是同一个 Promise，也不留下没人处理的 rejection。
+  a.catch(() => {});
+  b.catch(() => {});
   assert.equal(a, b);
   const error = await a.then(
     () => undefined,
