@@ -34,7 +34,7 @@ function learnerProject(name: string): string {
   return dir;
 }
 
-test("npm run eval 在套件上打印表格：十个可见任务在真正的 tiny-pi 上全部通过，退出码 0", { timeout: 60_000 }, async () => {
+test("npm run eval 在套件上打印表格：每个可见任务都在真正的 tiny-pi 上通过，退出码 0", { timeout: 60_000 }, async () => {
   const result = await runScript("eval", []);
   assert.equal(result.code, 0, result.stdout + result.stderr);
   assert.match(result.stdout, /^任务\s+结果\s+检查\s+步数\s+工具错误\s+token\s+用时$/m);

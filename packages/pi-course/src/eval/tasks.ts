@@ -1,5 +1,5 @@
 /**
- * 十个可见任务：`npm run eval` 跑的就是它们。每个任务都是一段完整的真实使用——
+ * 可见任务：`npm run eval` 跑的就是它们。每个任务都是一段完整的真实使用——
  * 一个工作区、用户说的话、模型的回答（脚本），以及跑完之后用证据核对的几项检查。
  * 课程另有几个留出任务不在这里：它们换了文件名、调用 id、结果次序，专门抓“照着可见任务写死”的实现。
  */
@@ -119,6 +119,24 @@ export const VISIBLE_TASKS: EvalTask[] = [
       say("写了 Hermes。"),
     ],
     checks: [fileEquals("name.txt", "Hermes\n"), neverSent("Apollo", 3), sessionCount("user", 2), toolCallsPaired()],
+  },
+  {
+    id: "extension-guard",
+    title: "项目里的扩展拦下一条危险命令",
+    files: {
+      "build/app.js": "console.log(\"hi\");\n",
+      // 第 12 章的扩展：工作区里的一个模块，createRuntime 负责把它接上。
+      ".pi/extensions/guard.mjs":
+        "export default function guard(pi) {\n" +
+        "  pi.on(\"tool_call\", (event) => {\n" +
+        "    const command = String(event.input?.command ?? \"\");\n" +
+        "    if (event.toolName === \"bash\" && /\\brm\\b/.test(command)) return { block: true, reason: \"guard：这个项目不许删文件\" };\n" +
+        "  });\n" +
+        "}\n",
+    },
+    prompts: ["把 build 目录删掉"],
+    turns: [use(["call-1", "bash", { command: "rm -rf build" }]), say("删除被项目的扩展拦下了。")],
+    checks: [fileIncludes("build/app.js", "console.log"), toolErrors(1), toolCallsPaired()],
   },
   {
     id: "tool-fails",
