@@ -1,0 +1,89 @@
+/**
+ * tiny-pi 的命令行参数：node:util 的 parseArgs（strict）读，读完换成一个说清意图的对象。
+ * 用错了（不认识的选项、缺了取值、-p 却没给任务）是“用法错误”：一句中文，退出码 2，
+ * 和“运行失败”（退出码 1）分开，脚本据此知道该改命令还是该重试。
+ */
+
+import { parseArgs } from "node:util";
+
+// ── 类型 ────────────────────────────────────────────────────────
+
+/** 三种模式：print 只把最后的回答写到 stdout；json 每个事件一行；interactive 是一个 REPL。 */
+export type CliMode = "print" | "json" | "interactive";
+
+export interface CliArgs {
+  mode: CliMode;
+  /** 依次交给会话的任务（位置参数）。 */
+  messages: string[];
+  /** "new"、"continue" 或一个会话文件的路径：原样交给 createRuntime。 */
+  session: string;
+  help: boolean;
+}
+
+export class UsageError extends Error {
+  readonly exitCode = 2;
+  constructor(message: string) {
+    super(message);
+    this.name = "UsageError";
+  }
+}
+
+export const USAGE = `用法：tiny-pi [选项] [任务…]
+
+  tiny-pi                      交互模式（REPL）：!cmd、!!cmd、/tree、/branch <id>、/compact、/resume、/exit
+  tiny-pi -p "任务"            只把最后的回答写到 stdout
+  tiny-pi --mode json "任务"   每个事件一行 JSON，给脚本读
+
+选项：
+  -p, --print              打印模式
+      --mode <text|json>   text 同 -p；json 每个事件一行
+  -c, --continue           续上这个项目最近用过的会话
+      --session <文件>     打开（或新建）指定的会话文件
+  -h, --help               显示这段说明
+
+环境变量：PI_COURSE_BASE_URL、PI_COURSE_MODEL、PI_COURSE_API_KEY 接真实模型（不设就用离线模型）；
+PI_COURSE_AGENT_DIR 是会话的存放位置（默认 ~/.tiny-pi）。
+退出码：0 成功，1 运行失败，2 用法错误。`;
+
+const OPTIONS = {
+  print: { type: "boolean", short: "p" },
+  mode: { type: "string" },
+  continue: { type: "boolean", short: "c" },
+  session: { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+// ── 纯函数 ──────────────────────────────────────────────────────
+
+/** parseArgs 的英文错误 → 一句人能照着改的中文。认不出的错误原样抛出：那是我们的 bug。 */
+function usageErrorOf(error: unknown): UsageError {
+  const code = (error as { code?: string }).code;
+  const message = error instanceof Error ? error.message : String(error);
+  const option = /'([^']+)'/.exec(message)?.[1] ?? "";
+  if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") return new UsageError(`不认识的选项 ${option}。运行 tiny-pi --help 查看可用的选项。`);
+  if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") return new UsageError(`选项 ${option.split(" ")[0]} 需要一个取值，例如 --mode json。`);
+  throw error;
+}
+
+export function parseCliArgs(argv: readonly string[]): CliArgs {
+  // #region lab 13.3
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw usageErrorOf(error);
+  }
+  const { values, positionals } = parsed;
+  const help = values.help === true;
+  if (values.mode !== undefined && values.mode !== "text" && values.mode !== "json") {
+    throw new UsageError(`--mode 只接受 text 或 json，收到的是 ${values.mode}。`);
+  }
+  if (values.continue === true && values.session !== undefined) throw new UsageError("--continue 和 --session 只能选一个。");
+  const mode: CliMode = values.mode === "json" ? "json" : values.print === true || values.mode === "text" ? "print" : "interactive";
+  if (mode !== "interactive" && positionals.length === 0 && !help) {
+    throw new UsageError(`${mode === "json" ? "--mode json" : "-p"} 需要一个任务，例如：tiny-pi -p "请读取 README，然后告诉我项目名"`);
+  }
+  const session = values.continue === true ? "continue" : (values.session ?? "new");
+  return { mode, messages: positionals, session, help };
+  // #endregion
+}

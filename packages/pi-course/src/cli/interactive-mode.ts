@@ -1,0 +1,288 @@
+/**
+ * 交互模式：一个 readline REPL。每一行按顺序处理，前一行没处理完，后一行排队等着。
+ *
+ *   普通的一句话      交给会话，回答边生成边写出来
+ *   !cmd / !!cmd      用户自己运行的命令（第 11 章）；!! 的结果不进请求
+ *   /tree             会话树，* 标出当前路径
+ *   /branch <id>      把 leaf 移到 id，下一句话接在它后面
+ *   /compact          现在就压缩上下文
+ *   /resume [n]       列出这个项目的会话；给编号就换到那一份
+ *   /help             列出这些命令，以及扩展登记的命令和提示模板
+ *   /exit             离开
+ *   其他 /name        交给会话（第 12 章：扩展命令优先，其次提示模板）
+ *
+ * Ctrl-C：运行中按一次是中止这次运行，空闲时按一次只是提醒；连按第二次（中间没有输入新的一行）就离开。
+ */
+
+import { readdir, stat } from "node:fs/promises";
+import path from "node:path";
+import { createInterface } from "node:readline";
+
+import type { AgentEvent } from "../agent-loop.js";
+import { parseBashInput } from "../agent-session.js";
+import type { Runtime } from "../runtime.js";
+import type { SessionEntry } from "../session-entries.js";
+import { textOf } from "../types.js";
+import type { Output } from "./output.js";
+
+// ── 类型 ────────────────────────────────────────────────────────
+
+export interface InteractiveOptions {
+  input: NodeJS.ReadableStream;
+  output: Output;
+  /** 输入是终端时 readline 才把 Ctrl-C 变成 SIGINT 事件。 */
+  terminal: boolean;
+  /** /resume 换会话：用同样的选项打开另一份会话文件，建出一个新的运行时。 */
+  reopen(sessionFile: string): Promise<Runtime>;
+}
+
+export const PROMPT = "tiny-pi> ";
+
+// ── 纯函数 ──────────────────────────────────────────────────────
+
+/** 一个条目在 /tree 里的一行说明：角色或种类，加上文字的开头。 */
+export function describeEntry(entry: SessionEntry): string {
+  const short = (value: string) => (value.length > 40 ? `${value.slice(0, 40)}…` : value).replace(/\s+/g, " ");
+  switch (entry.type) {
+    case "message": {
+      const message = entry.message;
+      if (message.role === "bashExecution") return `bash: ${message.excludeFromContext === true ? "!!" : "!"}${short(message.command)}`;
+      if (message.role === "system" || message.role === "user" || message.role === "assistant" || message.role === "toolResult") {
+        return `${message.role}: ${short(textOf(message))}`;
+      }
+      return message.role;
+    }
+    case "compaction":
+      return `compaction: ${short(entry.summary)}`;
+    case "branch_summary":
+      return `branch_summary: ${short(entry.summary)}`;
+    default:
+      return entry.type;
+  }
+}
+
+/** /tree 的输出：按父子缩进，当前路径上的条目标 *，leaf 标“← 当前”。 */
+export function renderTree(entries: readonly SessionEntry[], leafId: string | null): string {
+  // #region lab 13.5
+  const children = new Map<string | null, SessionEntry[]>();
+  for (const entry of entries) children.set(entry.parentId, [...(children.get(entry.parentId) ?? []), entry]);
+  const byId = new Map(entries.map((entry) => [entry.id, entry]));
+  const onPath = new Set<string>();
+  for (let id = leafId; id !== null; id = byId.get(id)?.parentId ?? null) onPath.add(id);
+  const lines: string[] = [];
+  const visit = (entry: SessionEntry, depth: number): void => {
+    const mark = onPath.has(entry.id) ? "*" : " ";
+    const here = entry.id === leafId ? "  ← 当前" : "";
+    lines.push(`${"  ".repeat(depth)}${mark} ${entry.id} ${describeEntry(entry)}${here}`);
+    for (const child of children.get(entry.id) ?? []) visit(child, depth + 1);
+  };
+  for (const root of children.get(null) ?? []) visit(root, 0);
+  return lines.length === 0 ? "（会话还是空的）" : lines.join("\n");
+  // #endregion
+}
+
+/** 交互模式怎样显示一个事件：文字边生成边写，工具调用一行，失败一行。 */
+export function renderEvent(event: AgentEvent): string | undefined {
+  switch (event.type) {
+    case "message_update":
+      return event.event.type === "text_delta" ? event.event.delta : undefined;
+    case "message_end": {
+      const message = event.message;
+      if (message.role !== "assistant") return undefined;
+      if (message.stopReason === "error") return `\n✗ 模型出错：${message.errorMessage ?? "没有说明"}\n`;
+      if (message.stopReason === "aborted") return "\n（这次回答被中止了）\n";
+      return "\n";
+    }
+    case "tool_execution_start":
+      return `→ ${event.toolName} ${JSON.stringify(event.args)}\n`;
+    case "tool_execution_end":
+      return event.isError ? `✗ ${event.toolName} 失败：${textOf(event.result).slice(0, 200)}\n` : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** /help：内置命令，加上扩展登记的命令和提示模板（它们都以 / 开头，由会话来处理）。 */
+export function helpText(runtime: Runtime): string {
+  const lines = ["!cmd / !!cmd   运行命令（!! 的结果不进请求）", "/tree  /branch <id>  /compact  /resume [编号]  /help  /exit"];
+  for (const extension of runtime.extensions.extensions) {
+    for (const [name, command] of extension.commands) lines.push(`/${name}  ${command.description ?? ""}（扩展 ${path.basename(extension.path)}）`.trimEnd());
+  }
+  for (const template of runtime.resources.promptTemplates) lines.push(`/${template.name}  ${template.description}（提示模板）`);
+  return lines.join("\n");
+}
+
+/** 这个项目的全部会话文件，最近用过的在前。 */
+export async function listSessions(folder: string): Promise<string[]> {
+  const names = (await readdir(folder)).filter((name) => name.endsWith(".jsonl"));
+  const withTimes = await Promise.all(names.map(async (name) => ({ name, mtime: (await stat(path.join(folder, name))).mtimeMs })));
+  return withTimes.sort((a, b) => b.mtime - a.mtime || b.name.localeCompare(a.name)).map(({ name }) => path.join(folder, name));
+}
+
+// ── REPL ────────────────────────────────────────────────────────
+
+export class InteractiveMode {
+  private runtime: Runtime;
+  private readonly options: InteractiveOptions;
+  private readonly out: Output;
+  /** 上一次 Ctrl-C 之后还没有输入新的一行：再按一次就离开。 */
+  private interruptedOnce = false;
+  /** 正在进行的一行（提问或 `!` 命令）的取消开关；空闲时为 undefined。 */
+  private busy: AbortController | undefined;
+  private queue: Promise<void> = Promise.resolve();
+  private unsubscribe: () => void = () => {};
+  private leave: (code: number) => void = () => {};
+  private leaving = false;
+
+  constructor(runtime: Runtime, options: InteractiveOptions) {
+    this.runtime = runtime;
+    this.options = options;
+    this.out = options.output;
+  }
+
+  get current(): Runtime {
+    return this.runtime;
+  }
+
+  /** 运行到离开为止（/exit、输入结束、连按两次 Ctrl-C、stdout 被关掉），交出退出码。 */
+  async run(): Promise<number> {
+    const left = new Promise<number>((resolve) => {
+      this.leave = (code) => {
+        this.leaving = true;
+        resolve(code);
+      };
+    });
+    const rl = createInterface({ input: this.options.input, output: this.out.stream, terminal: this.options.terminal, prompt: PROMPT });
+    rl.on("SIGINT", () => this.interrupt());
+    rl.on("line", (line) => {
+      this.interruptedOnce = false;
+      this.queue = this.queue.then(() => this.handle(line)).then(() => {
+        if (!this.leaving && !this.out.closed) rl.prompt();
+      });
+    });
+    // 输入结束（Ctrl-D、管道读完）：排着队的行处理完再离开。
+    rl.on("close", () => void this.queue.then(() => this.leave(0)));
+    this.out.onClose(() => {
+      this.busy?.abort();
+      this.leave(0);
+    });
+    this.listen();
+    this.out.write(`tiny-pi（模型 ${this.runtime.model.provider}/${this.runtime.model.id}，会话 ${this.runtime.sessionFile}）\n/exit 离开，Ctrl-C 中止运行，连按两次离开。\n`);
+    rl.prompt();
+    const code = await left;
+    this.unsubscribe();
+    rl.close();
+    return code;
+  }
+
+  /** Ctrl-C。第一次：中止正在进行的运行（空闲时只是提醒）；第二次：离开。 */
+  interrupt(): void {
+    // #region lab 13.5
+    if (this.interruptedOnce) {
+      this.busy?.abort();
+      this.leave(0);
+      return;
+    }
+    this.interruptedOnce = true;
+    if (this.busy !== undefined) {
+      this.busy.abort();
+      this.out.write("\n（已中止这次运行。再按一次 Ctrl-C 离开。）\n");
+    } else {
+      this.out.write("\n（再按一次 Ctrl-C 离开，或者输入 /exit。）\n");
+    }
+    // #endregion
+  }
+
+  private listen(): void {
+    this.unsubscribe = this.runtime.session.subscribe((event) => {
+      const shown = renderEvent(event);
+      if (shown !== undefined) this.out.write(shown);
+    });
+  }
+
+  private async handle(line: string): Promise<void> {
+    const input = line.trim();
+    if (input === "" || this.leaving) return;
+    try {
+      await this.dispatch(input);
+    } catch (error) {
+      this.out.write(`✗ ${error instanceof Error ? error.message : String(error)}\n`);
+    }
+  }
+
+  private async dispatch(input: string): Promise<void> {
+    // #region lab 13.5
+    const [command = "", ...rest] = input.split(/\s+/);
+    const session = this.runtime.session;
+    switch (command) {
+      case "/exit":
+      case "/quit":
+        this.leave(0);
+        return;
+      case "/help":
+        this.out.write(`${helpText(this.runtime)}\n`);
+        return;
+      case "/tree":
+        this.out.write(`${renderTree(session.tree.getEntries(), session.tree.getLeafId())}\n`);
+        return;
+      case "/branch": {
+        const id = rest[0];
+        if (id === undefined) throw new Error("用法：/branch <条目 id>（先用 /tree 看 id）");
+        session.branch(id);
+        this.out.write(`已切到 ${id}：下一句话接在它后面。\n`);
+        return;
+      }
+      case "/compact": {
+        const entry = await session.compact();
+        this.out.write(entry === undefined ? "没有可以压缩的内容。\n" : `已压缩：压缩前约 ${entry.tokensBefore} 个 token。\n`);
+        return;
+      }
+      case "/resume":
+        await this.resume(rest[0]);
+        return;
+    }
+    await this.ask(input);
+    // #endregion
+  }
+
+  /** 一句话或一条 `!` 命令：运行期间 busy 是它的取消开关，Ctrl-C 按下去就是 abort。 */
+  private async ask(input: string): Promise<void> {
+    const session = this.runtime.session;
+    const controller = new AbortController();
+    const stop = () => session.agent.abort();
+    controller.signal.addEventListener("abort", stop);
+    this.busy = controller;
+    try {
+      const bash = parseBashInput(input);
+      if (bash !== undefined) {
+        const result = await session.executeBash(bash.command, { excludeFromContext: bash.excludeFromContext, signal: controller.signal });
+        const status = result.cancelled ? "（被取消）" : result.exitCode !== undefined && result.exitCode !== 0 ? `（退出码 ${result.exitCode}）` : "";
+        this.out.write(`${result.output}${result.output.endsWith("\n") || result.output === "" ? "" : "\n"}${status}${status ? "\n" : ""}`);
+      } else {
+        await session.prompt(input);
+      }
+    } finally {
+      this.busy = undefined;
+      controller.signal.removeEventListener("abort", stop);
+    }
+  }
+
+  /** 不给编号：列出会话；给编号：先打开新的，成功了再关旧的（打不开就留在原来的会话里）。 */
+  private async resume(choice: string | undefined): Promise<void> {
+    const files = await listSessions(path.dirname(this.runtime.sessionFile));
+    if (choice === undefined) {
+      const lines = files.map((file, index) => `${index + 1}. ${path.basename(file)}${file === this.runtime.sessionFile ? "  ← 当前" : ""}`);
+      this.out.write(`${lines.join("\n")}\n用 /resume <编号> 换过去。\n`);
+      return;
+    }
+    const file = files[Number(choice) - 1];
+    if (file === undefined) throw new Error(`没有编号为 ${choice} 的会话；/resume 列出全部。`);
+    const next = await this.options.reopen(file);
+    const previous = this.runtime;
+    this.unsubscribe();
+    this.runtime = next;
+    this.listen();
+    await previous.dispose();
+    this.out.write(`已换到 ${path.basename(file)}（${next.session.tree.getEntries().length} 个条目）。\n`);
+  }
+}

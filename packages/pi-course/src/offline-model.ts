@@ -1,0 +1,100 @@
+/**
+ * 离线模型：没有设置 PI_COURSE_BASE_URL 时 tiny-pi 用的那个模型。
+ *
+ * 它不是智能，只是一个诚实的替身：规则写在下面，一眼就能看完。
+ *   提示里点名了一个文件（默认 README）→ 先请求一次 read；
+ *   read 的结果回来了 → 用结果里的第一个一级标题回答“项目名是什么”；
+ *   别的问题 → 直说自己只会这一件事，以及怎样接上真实模型。
+ * 它的用处是让整条链路（参数 → 运行时 → Agent → 工具 → 会话文件 → 输出）不联网也能跑通，
+ * 而且每次运行的事件都一样：决定由纯函数做出，播放交给第 04 章的 ScriptedModel。
+ */
+
+import { ScriptedModel, type ScriptedTurn } from "./scripted-model.js";
+import { textOf, type AgentContext, type Message, type Model, type ModelStream, type StreamOptions, type ToolDefinition } from "./types.js";
+
+// ── 类型 ────────────────────────────────────────────────────────
+
+/** 离线模型这一步要做的事：读一个文件，或者说一段话。 */
+export type OfflineDecision = { kind: "read"; path: string } | { kind: "answer"; text: string };
+
+export interface OfflineModelOptions {
+  now?: () => number;
+}
+
+export const OFFLINE_MODEL_ID = "offline-v1";
+
+/** 它会做的唯一一件事，和换成真实模型的办法：回答别的问题时原样说出来。 */
+export const OFFLINE_HELP =
+  "我是 tiny-pi 的离线模型：不联网，也不会思考，只会按提示读取一个文件（默认 README.md），再说出它的第一个一级标题。" +
+  "要接真实模型，请设置 PI_COURSE_BASE_URL 和 PI_COURSE_MODEL（需要时再加 PI_COURSE_API_KEY）。";
+
+// ── 纯函数 ──────────────────────────────────────────────────────
+
+/** 提示里点名的文件：带扩展名的路径优先；只提到 README 就是 README.md；都没有就是 undefined。 */
+export function requestedFile(prompt: string): string | undefined {
+  // #region lab 13.1
+  // \w 不带 u 标志时只认 ASCII：“README，然后” 不会被当成一个文件名。
+  const named = /[\w./-]+\.[A-Za-z0-9]+/.exec(prompt);
+  if (named !== null) return named[0];
+  return /readme/i.test(prompt) ? "README.md" : undefined;
+  // #endregion
+}
+
+/** 文件内容里的项目名：第一行以 `# ` 开头的标题，去掉井号与两端空白。 */
+export function projectNameOf(content: string): string | undefined {
+  // #region lab 13.1
+  for (const line of content.split("\n")) {
+    const match = /^#\s+(.+)$/.exec(line.trim());
+    if (match?.[1] !== undefined) return match[1].trim();
+  }
+  return undefined;
+  // #endregion
+}
+
+/**
+ * 看最后一条 user 消息之后发生了什么，决定这一步。只读消息，不碰文件：
+ * 同样的请求永远得到同样的决定。
+ */
+export function decideOffline(messages: readonly Message[], tools: readonly ToolDefinition[]): OfflineDecision {
+  // #region lab 13.1
+  const lastUser = messages.findLastIndex((message) => message.role === "user");
+  const user = messages[lastUser];
+  if (user === undefined) return { kind: "answer", text: OFFLINE_HELP };
+  const file = requestedFile(textOf(user));
+  const result = messages.slice(lastUser + 1).findLast((message) => message.role === "toolResult" && message.toolName === "read");
+  if (result !== undefined && result.role === "toolResult") {
+    if (result.isError) return { kind: "answer", text: `读取 ${file ?? "文件"} 失败：${textOf(result)}` };
+    const name = projectNameOf(textOf(result));
+    if (name === undefined) return { kind: "answer", text: `${file ?? "这个文件"} 里没有以 "# " 开头的标题，我说不出项目名。` };
+    return { kind: "answer", text: `项目名是「${name}」（取自 ${file ?? "文件"} 的第一个一级标题）。` };
+  }
+  if (file === undefined) return { kind: "answer", text: OFFLINE_HELP };
+  if (!tools.some((tool) => tool.name === "read")) return { kind: "answer", text: `这次请求里没有 read 工具，我读不了 ${file}。` };
+  return { kind: "read", path: file };
+  // #endregion
+}
+
+/** 决定 → 一个脚本 turn。调用 id 由请求里的消息数决定，重跑一次得到的 id 相同。 */
+export function offlineTurn(decision: OfflineDecision, messageCount: number): ScriptedTurn {
+  if (decision.kind === "answer") return { kind: "reply", content: [{ type: "text", text: decision.text }], stopReason: "stop" };
+  const call = { type: "toolCall" as const, id: `offline-read-${messageCount}`, name: "read", arguments: { path: decision.path } };
+  return { kind: "reply", content: [{ type: "text", text: `先读一下 ${decision.path}。` }, call], stopReason: "toolUse" };
+}
+
+// ── 模型 ────────────────────────────────────────────────────────
+
+export class OfflineModel implements Model {
+  readonly provider = "offline";
+  readonly id = OFFLINE_MODEL_ID;
+  private readonly now: () => number;
+
+  constructor(options: OfflineModelOptions = {}) {
+    this.now = options.now ?? Date.now;
+  }
+
+  /** 每次调用现做一个只有一个 turn 的脚本：事件、取消与终态都和第 04 章的脚本模型一样。 */
+  stream(context: AgentContext, options: StreamOptions = {}): ModelStream {
+    const turn = offlineTurn(decideOffline(context.messages, context.tools ?? []), context.messages.length);
+    return new ScriptedModel([turn], { id: this.id, now: this.now }).stream(context, options);
+  }
+}

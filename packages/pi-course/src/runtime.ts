@@ -1,0 +1,271 @@
+/**
+ * 组合根：把前面各章做好的零件按一个顺序接起来，交出一个能用的运行时。
+ *
+ *   模型      options.model → 环境变量（第 05 章的 modelFromEnv）→ 离线模型
+ *   会话文件  <agentDir>/sessions/<cwd 编码成的一个文件夹名>/<时间戳>_<id>.jsonl（第 10 章的 JSONL）
+ *   工具      第 08 章的四个编码工具，全部限定在 cwd 这个工作区里
+ *   资源      第 12 章：AGENTS.md、技能、提示模板；坏掉的文件只是一条警告
+ *   扩展      第 12 章：<cwd>/.pi/extensions 里的模块；加载失败、处理器出错都只是一条警告
+ *   会话      第 09–12 章的 AgentSession：Agent、会话树、用户命令、压缩、资源与扩展
+ *
+ * 别处的代码不 new 这些零件：它们只调用 createRuntime。零件怎么接、按什么顺序关，只在这一个文件里。
+ * 关闭是创建的逆序，每个部件恰好关一次；某个部件关不掉，其余的照样关，最后一起报告。
+ */
+
+import { randomUUID } from "node:crypto";
+import { access, constants, mkdir, readdir, stat } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+
+import { AgentSession } from "./agent-session.js";
+import { codingTools } from "./coding-tools.js";
+import type { CompactionSettings } from "./compaction.js";
+import { loadExtensions } from "./extension-loader.js";
+import { ExtensionRunner, type ExtensionActions, type ExtensionError } from "./extensions.js";
+import { OfflineModel } from "./offline-model.js";
+import { modelFromEnv } from "./openai-compatible.js";
+import { loadResources, type Resources } from "./resources.js";
+import { JsonlSessionStore } from "./session-store.js";
+import { SessionTree } from "./session-tree.js";
+import type { Model } from "./types.js";
+import { Workspace } from "./workspace.js";
+
+// ── 类型 ────────────────────────────────────────────────────────
+
+export interface RuntimeOptions {
+  /** 工作区：工具只能碰这个目录里的文件，会话也按它归档。 */
+  cwd: string;
+  /** 读模型配置与 PI_COURSE_AGENT_DIR；默认 process.env。测试传一个对象，就不会碰到真实环境。 */
+  env?: Record<string, string | undefined>;
+  /** 直接给定模型（测试、评测用脚本模型）；省略时看环境变量，再退到离线模型。 */
+  model?: Model;
+  /** 放会话的根目录；默认 env.PI_COURSE_AGENT_DIR，再默认 ~/.tiny-pi。 */
+  agentDir?: string;
+  /** "new"（默认）开新会话；"continue" 续上这个项目最近用过的会话；别的字符串是一个会话文件的路径。 */
+  session?: "new" | "continue" | string;
+  systemPrompt?: string;
+  now?: () => number;
+  compaction?: CompactionSettings;
+  /** 给人看的警告（扩展加载失败或处理器出错、坏掉的资源文件）；默认写到 stderr。 */
+  onWarning?: (message: string) => void;
+}
+
+export interface Runtime {
+  readonly cwd: string;
+  readonly model: Model;
+  readonly session: AgentSession;
+  readonly resources: Resources;
+  readonly extensions: ExtensionRunner;
+  readonly sessionFile: string;
+  /** 按创建的逆序关闭每个部件，恰好一次；再调用拿到的是同一个结果。 */
+  dispose(): Promise<void>;
+}
+
+export type RuntimeErrorCode = "CWD_NOT_DIRECTORY" | "SESSION_DIR_NOT_WRITABLE";
+
+/** 人能照着改的错误：code 稳定，消息说出哪里不对、怎样修。 */
+export class RuntimeError extends Error {
+  constructor(
+    readonly code: RuntimeErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = "RuntimeError";
+  }
+}
+
+/** 关闭时有部件失败：每一个都在 failures 里，消息里点名。 */
+export class DisposeError extends Error {
+  constructor(readonly failures: readonly { name: string; error: unknown }[]) {
+    const names = failures.map(({ name, error }) => `${name}（${error instanceof Error ? error.message : String(error)}）`);
+    super(`关闭运行时时有 ${failures.length} 个部件出错：${names.join("；")}`);
+    this.name = "DisposeError";
+  }
+}
+
+export const DEFAULT_SYSTEM_PROMPT =
+  "你是 tiny-pi，一个在工作区里干活的编码助手。可以用 read、write、edit、bash 四个工具；" +
+  "先读再改，只碰工作区里的文件，做完用一两句话说清做了什么。";
+
+// ── 纯函数 ──────────────────────────────────────────────────────
+
+/**
+ * 一个项目的会话放在哪个文件夹：绝对路径编码成一个文件夹名（与上游相同的写法）。
+ * 路径分隔符和盘符冒号都换成 `-`，首尾加 `--`，所以不同的项目不会落进同一个文件夹。
+ */
+export function sessionFolderName(cwd: string): string {
+  // #region lab 13.2
+  return `--${cwd.replace(/^[/\\]/, "").replace(/[/\\:]/g, "-")}--`;
+  // #endregion
+}
+
+/** 新会话的文件名：时间戳在前（冒号与点换成 `-`，在任何文件系统上都合法），按名字排序就是按开始时间排序。 */
+export function sessionFileName(timestamp: number, id: string): string {
+  // #region lab 13.2
+  return `${new Date(timestamp).toISOString().replace(/[:.]/g, "-")}_${id}.jsonl`;
+  // #endregion
+}
+
+/** 扩展的一次出错 → 一句警告：哪个文件、哪个事件、说了什么，以及 Agent 照常继续。 */
+export function extensionWarning(error: ExtensionError): string {
+  return `扩展 ${error.extensionPath} 在 ${error.event} 里出错（已跳过，Agent 继续）：${error.error}`;
+}
+
+export function defaultAgentDir(env: Record<string, string | undefined>): string {
+  return env.PI_COURSE_AGENT_DIR || path.join(os.homedir(), ".tiny-pi");
+}
+
+/** 模型从哪里来：显式给定的优先，其次是环境变量，最后是不联网的离线模型。 */
+export function resolveModel(options: Pick<RuntimeOptions, "model" | "env" | "now">): Model {
+  // #region lab 13.2
+  if (options.model !== undefined) return options.model;
+  const fromEnv = modelFromEnv(options.env ?? process.env);
+  if (fromEnv !== undefined) return fromEnv;
+  return new OfflineModel(options.now ? { now: options.now } : {});
+  // #endregion
+}
+
+// ── 关闭 ────────────────────────────────────────────────────────
+
+/**
+ * 记下每个部件怎么关。dispose() 按登记的逆序关：后建的部件可能还在用先建的，所以先关它。
+ * 一个部件关不掉，不影响其余部件；全部关完后抛出一个点名所有失败的错误。
+ */
+export class Disposer {
+  private readonly parts: { name: string; close: () => void | Promise<void> }[] = [];
+  private closing: Promise<void> | undefined;
+
+  add(name: string, close: () => void | Promise<void>): void {
+    if (this.closing !== undefined) throw new Error(`运行时已经关闭，不能再登记部件 ${name}。`);
+    this.parts.push({ name, close });
+  }
+
+  dispose(): Promise<void> {
+    // #region lab 13.2
+    // 第二次调用拿到第一次的 Promise：每个部件恰好关一次，两个调用方看到同一个结局。
+    this.closing ??= this.closeAll();
+    return this.closing;
+    // #endregion
+  }
+
+  // #region lab 13.2 辅助
+  private async closeAll(): Promise<void> {
+    const failures: { name: string; error: unknown }[] = [];
+    for (const part of [...this.parts].reverse()) {
+      try {
+        await part.close();
+      } catch (error) {
+        failures.push({ name: part.name, error });
+      }
+    }
+    if (failures.length > 0) throw new DisposeError(failures);
+  }
+  // #endregion
+}
+
+/** 运行时关闭之后扩展手里的动作：迟到的 sendMessage / appendEntry 得到一句说明，而不是写进一份已经关掉的会话。 */
+const CLOSED_ACTIONS: ExtensionActions = {
+  sendMessage() {
+    throw new Error("运行时已经关闭：扩展不能再 sendMessage。");
+  },
+  appendEntry() {
+    throw new Error("运行时已经关闭：扩展不能再 appendEntry。");
+  },
+  toolsChanged() {},
+};
+
+// ── 会话文件 ────────────────────────────────────────────────────
+
+/** 文件夹建得出来、也写得进去；否则给出一句能照着做的话。 */
+async function prepareSessionFolder(folder: string): Promise<void> {
+  try {
+    await mkdir(folder, { recursive: true });
+    await access(folder, constants.W_OK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? String(error);
+    throw new RuntimeError(
+      "SESSION_DIR_NOT_WRITABLE",
+      `会话目录 ${folder} 不能写（${code}）。请用环境变量 PI_COURSE_AGENT_DIR 换一个可写的目录，或者检查这个目录的权限。`,
+    );
+  }
+}
+
+/** 这个项目最近用过的会话：按修改时间，最新的在前；一个都没有就是 undefined。 */
+export async function latestSessionFile(folder: string): Promise<string | undefined> {
+  const names = (await readdir(folder)).filter((name) => name.endsWith(".jsonl"));
+  const files = await Promise.all(names.map(async (name) => ({ file: path.join(folder, name), mtime: (await stat(path.join(folder, name))).mtimeMs })));
+  files.sort((a, b) => b.mtime - a.mtime || b.file.localeCompare(a.file));
+  return files[0]?.file;
+}
+
+async function chooseSessionFile(cwd: string, folder: string, session: string, now: () => number): Promise<string> {
+  if (session === "continue") {
+    const latest = await latestSessionFile(folder);
+    if (latest !== undefined) return latest;
+  } else if (session !== "new") {
+    return path.resolve(cwd, session);
+  }
+  return path.join(folder, sessionFileName(now(), randomUUID().slice(0, 8)));
+}
+
+async function checkedCwd(cwd: string): Promise<string> {
+  const absolute = path.resolve(cwd);
+  const info = await stat(absolute).catch(() => undefined);
+  if (info === undefined || !info.isDirectory()) throw new RuntimeError("CWD_NOT_DIRECTORY", `工作目录 ${absolute} 不存在或不是目录。`);
+  return absolute;
+}
+
+// ── 组合根 ──────────────────────────────────────────────────────
+
+/**
+ * 按依赖的顺序建出每个部件，每建好一个就登记它怎么关：会话文件 → 扩展 → 会话。
+ * 关闭时倒过来：先停下会话（它在用扩展和会话文件），再收回扩展的写权限，最后等会话文件写完。
+ * 中途失败时，已经建好的部件按逆序关掉再抛出：调用方拿不到运行时，也就没有别人能替它收拾。
+ */
+export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
+  const env = options.env ?? process.env;
+  const now = options.now ?? Date.now;
+  const cwd = await checkedCwd(options.cwd);
+  const model = resolveModel({ ...options, env });
+  const folder = path.join(options.agentDir ?? defaultAgentDir(env), "sessions", sessionFolderName(cwd));
+  const warn = options.onWarning ?? ((message: string) => void process.stderr.write(`${message}\n`));
+  const disposer = new Disposer();
+  try {
+    // #region lab 13.2
+    await prepareSessionFolder(folder);
+    const sessionFile = await chooseSessionFile(cwd, folder, options.session ?? "new", now);
+    const workspace = await Workspace.open(cwd);
+    const resources = await loadResources({ cwd });
+    for (const diagnostic of resources.diagnostics) warn(`资源 ${diagnostic.path}：${diagnostic.message}`);
+    const tree = await SessionTree.open(new JsonlSessionStore(sessionFile), { now });
+    disposer.add("会话文件", () => tree.flush());
+    const loaded = await loadExtensions(path.join(cwd, ".pi", "extensions"));
+    for (const error of loaded.errors) warn(extensionWarning(error));
+    const extensions = new ExtensionRunner(loaded.extensions, { cwd, onError: (error) => warn(extensionWarning(error)) });
+    disposer.add("扩展", () => extensions.bindActions(CLOSED_ACTIONS));
+    const session = new AgentSession({
+      tree,
+      model,
+      systemPrompt: options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT,
+      tools: codingTools(workspace),
+      workspace,
+      resources,
+      extensions,
+      now,
+      ...(options.compaction ? { compaction: options.compaction } : {}),
+    });
+    disposer.add("会话", async () => {
+      // 先停下正在进行的运行，再等排队的扩展事件与写入：关掉之后文件里就是完整的记录。
+      session.agent.abort();
+      await session.agent.waitForIdle();
+      await session.flush();
+    });
+    // 新会话的第一条（system）现在就落盘：写不进去的会话文件在这里报错，而不是在第一次回答之后。
+    await session.flush();
+    return { cwd, model, session, resources, extensions, sessionFile, dispose: () => disposer.dispose() };
+    // #endregion
+  } catch (error) {
+    await disposer.dispose().catch(() => {});
+    throw error;
+  }
+}

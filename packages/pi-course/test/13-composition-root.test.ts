@@ -1,0 +1,464 @@
+import assert from "node:assert/strict";
+import { EventEmitter } from "node:events";
+import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { PassThrough, Writable } from "node:stream";
+import test, { type TestContext } from "node:test";
+
+import { parseCliArgs, UsageError } from "../src/cli/args.js";
+import { InteractiveMode, renderTree } from "../src/cli/interactive-mode.js";
+import { main, type CliIo } from "../src/cli/main.js";
+import { Output } from "../src/cli/output.js";
+import { AssistantMessageEventStream } from "../src/event-stream.js";
+import { decideOffline, OFFLINE_HELP, OfflineModel, projectNameOf, requestedFile } from "../src/offline-model.js";
+import { OpenAiCompatibleModel } from "../src/openai-compatible.js";
+import {
+  createRuntime,
+  Disposer,
+  DisposeError,
+  resolveModel,
+  RuntimeError,
+  sessionFileName,
+  sessionFolderName,
+} from "../src/runtime.js";
+import { ScriptedModel, type ScriptedTurn } from "../src/scripted-model.js";
+import type { SessionEntry } from "../src/session-entries.js";
+import {
+  assistantMessage,
+  text,
+  userMessage,
+  type AgentContext,
+  type Message,
+  type Model,
+  type ToolDefinition,
+} from "../src/types.js";
+
+// ── 场景：一个有 README 的项目，和一个放会话的目录 ──────────────
+
+const README_TASK = "请读取 README，然后告诉我项目名";
+const readTool: ToolDefinition = { name: "read", description: "读文件", parameters: { type: "object" } };
+
+async function project(t: TestContext, files: Record<string, string> = { "README.md": "# 星图\n\n一个小项目。\n" }) {
+  const root = await mkdtemp(path.join(os.tmpdir(), "pi13-"));
+  t.after(() => rm(root, { recursive: true, force: true }));
+  const cwd = path.join(root, "project");
+  await mkdir(cwd);
+  for (const [name, body] of Object.entries(files)) await writeFile(path.join(cwd, name), body);
+  return { root, cwd, agentDir: path.join(root, "agent") };
+}
+
+/** 收集写出来的全部文字；failAfter 次之后的写入以 EPIPE 失败（像接在 head 后面的管道）。 */
+function sink(failAfter = Infinity) {
+  const chunks: string[] = [];
+  let writes = 0;
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      writes += 1;
+      if (writes > failAfter) return callback(Object.assign(new Error("write EPIPE"), { code: "EPIPE" }));
+      chunks.push(chunk.toString("utf8"));
+      callback();
+    },
+  });
+  return { stream, text: () => chunks.join(""), writes: () => writes };
+}
+
+function io(cwd: string, agentDir: string, extra: Partial<CliIo> = {}) {
+  const stdout = sink();
+  const stderr = sink();
+  const value: CliIo = { stdin: new PassThrough(), stdout: stdout.stream, stderr: stderr.stream, env: { PI_COURSE_AGENT_DIR: agentDir }, cwd, ...extra };
+  return { io: value, stdout, stderr };
+}
+
+/** 一个不自己结束的模型：开始生成后一直等，直到被取消（obeyAbort 为 false 时连取消都不理）。 */
+function hangingModel(obeyAbort = true) {
+  let started: () => void = () => {};
+  const running = new Promise<void>((resolve) => (started = resolve));
+  const model: Model = {
+    provider: "test",
+    id: "hanging",
+    stream(_context: AgentContext, options = {}) {
+      const output = new AssistantMessageEventStream();
+      const partial = assistantMessage([], "stop", { provider: "test", model: "hanging", timestamp: 1 });
+      output.push({ type: "start", partial });
+      if (obeyAbort) {
+        options.signal?.addEventListener("abort", () => output.push({ type: "error", reason: "aborted", error: { ...partial, stopReason: "aborted", errorMessage: "被取消" } }), { once: true });
+      }
+      started();
+      return output;
+    },
+  };
+  return { model, running };
+}
+
+/** 等到 screen() 里出现 expected；屏幕上先出现一句“尚未实现”就立刻失败，不空等。 */
+async function waitFor(screen: () => string, expected: string): Promise<void> {
+  for (let tries = 0; tries < 400; tries += 1) {
+    if (screen().includes(expected)) return;
+    const unfinished = /Lab 13\.\d 尚未实现/.exec(screen());
+    if (unfinished !== null) assert.fail(unfinished[0]);
+    await new Promise((resolve) => setImmediate(resolve));
+    if (tries > 200) await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  assert.fail(`等不到“${expected}”，屏幕上是：\n${screen()}`);
+}
+
+async function sessionLines(file: string): Promise<SessionEntry[]> {
+  const body = await readFile(file, "utf8");
+  return body.trimEnd().split("\n").map((line) => JSON.parse(line) as SessionEntry);
+}
+
+// ── 实践 13.1 ───────────────────────────────────────────────────
+
+test("13.1 提示点名的文件先被读取：带扩展名的路径优先，只说 README 就是 README.md", () => {
+  assert.equal(requestedFile(README_TASK), "README.md");
+  assert.equal(requestedFile("读一下 docs/intro.md 告诉我标题"), "docs/intro.md");
+  assert.equal(requestedFile("今天天气怎样"), undefined);
+  const decision = decideOffline([userMessage(README_TASK, 1)], [readTool]);
+  assert.deepEqual(decision, { kind: "read", path: "README.md" });
+});
+
+test("13.1 读到结果后用第一个一级标题回答；没有标题、读取失败都如实说", () => {
+  assert.equal(projectNameOf("简介\n## 小节\n#  星图  \n# 第二个"), "星图");
+  assert.equal(projectNameOf("没有标题"), undefined);
+  const asked: Message[] = [userMessage(README_TASK, 1)];
+  const reply = (body: string, isError = false): Message[] => [
+    ...asked,
+    assistantMessage([{ type: "toolCall", id: "c1", name: "read", arguments: { path: "README.md" } }], "toolUse"),
+    { role: "toolResult", toolCallId: "c1", toolName: "read", content: [text(body)], isError, timestamp: 2 },
+  ];
+  const named = decideOffline(reply("# 星图\n正文"), [readTool]);
+  assert.equal(named.kind, "answer");
+  assert.match(named.kind === "answer" ? named.text : "", /星图/);
+  const untitled = decideOffline(reply("只有正文"), [readTool]);
+  assert.match(untitled.kind === "answer" ? untitled.text : "", /没有以 "# " 开头的标题/);
+  const failed = decideOffline(reply("文件 README.md 不存在。", true), [readTool]);
+  assert.match(failed.kind === "answer" ? failed.text : "", /读取 README\.md 失败：文件 README\.md 不存在/);
+  // 上一问的结果不算数：新的一问要重新读。
+  assert.deepEqual(decideOffline([...reply("# 旧标题"), userMessage("再读一次 README", 3)], [readTool]), { kind: "read", path: "README.md" });
+});
+
+test("13.1 说不出要读什么、或者没有 read 工具时，直说自己只会什么，不发工具调用", () => {
+  assert.deepEqual(decideOffline([userMessage("帮我重构整个项目", 1)], [readTool]), { kind: "answer", text: OFFLINE_HELP });
+  const noTool = decideOffline([userMessage(README_TASK, 1)], []);
+  assert.equal(noTool.kind, "answer");
+  assert.match(noTool.kind === "answer" ? noTool.text : "", /没有 read 工具/);
+  assert.match(OFFLINE_HELP, /PI_COURSE_BASE_URL/);
+});
+
+test("13.1 离线模型是确定的：同样的请求，两次得到同样的事件与调用 id", { timeout: 2_000 }, async () => {
+  const context: AgentContext = { messages: [userMessage(README_TASK, 1)], tools: [readTool] };
+  const play = async () => {
+    const events = [];
+    for await (const event of new OfflineModel({ now: () => 7 }).stream(context)) events.push(event);
+    return events;
+  };
+  const first = await play();
+  assert.deepEqual(await play(), first);
+  const done = first.at(-1);
+  assert.equal(done?.type, "done");
+  const call = done?.type === "done" ? done.message.content.find((block) => block.type === "toolCall") : undefined;
+  assert.deepEqual(call?.type === "toolCall" ? call.arguments : undefined, { path: "README.md" });
+});
+
+// ── 实践 13.2 ───────────────────────────────────────────────────
+
+test("13.2 模型的来源：显式给定的优先，其次是环境变量，最后是离线模型", () => {
+  const scripted = new ScriptedModel([]);
+  const env = { PI_COURSE_BASE_URL: "http://127.0.0.1:9/v1", PI_COURSE_MODEL: "qwen" };
+  assert.equal(resolveModel({ model: scripted, env }), scripted);
+  const fromEnv = resolveModel({ env });
+  assert.ok(fromEnv instanceof OpenAiCompatibleModel);
+  assert.equal(fromEnv.id, "qwen");
+  assert.ok(resolveModel({ env: {} }) instanceof OfflineModel);
+  assert.throws(() => resolveModel({ env: { PI_COURSE_BASE_URL: "http://127.0.0.1:9/v1" } }), /PI_COURSE_MODEL/);
+});
+
+test("13.2 会话按项目归档：绝对路径编成一个文件夹名，文件名以时间戳开头", () => {
+  assert.equal(sessionFolderName("/home/ada/星图"), "--home-ada-星图--");
+  assert.equal(sessionFolderName("C:\\work\\app"), "--C--work-app--");
+  assert.notEqual(sessionFolderName("/a/b-c"), sessionFolderName("/a/b/c/d"));
+  assert.equal(sessionFileName(Date.UTC(2026, 0, 2, 3, 4, 5, 6), "ab12cd34"), "2026-01-02T03-04-05-006Z_ab12cd34.jsonl");
+});
+
+test("13.2 createRuntime 接好整条链：离线模型读 README 作答，会话文件里是完整的记录", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const runtime = await createRuntime({ cwd, agentDir, env: {} });
+  assert.equal(runtime.model.provider, "offline");
+  assert.equal(path.dirname(runtime.sessionFile), path.join(agentDir, "sessions", sessionFolderName(cwd)));
+  await runtime.session.prompt(README_TASK);
+  const last = runtime.session.messages.at(-1);
+  assert.equal(last?.role, "assistant");
+  assert.match(last?.role === "assistant" ? last.content.map((block) => (block.type === "text" ? block.text : "")).join("") : "", /星图/);
+  await runtime.dispose();
+  const roles = (await sessionLines(runtime.sessionFile)).map((entry) => (entry.type === "message" ? entry.message.role : entry.type));
+  assert.deepEqual(roles, ["system", "user", "assistant", "toolResult", "assistant"]);
+});
+
+test("13.2 continue 续上这个项目最近用过的会话；new 总是开一份新的", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const model = new ScriptedModel([{ kind: "reply", content: [text("记住了")], stopReason: "stop" }]);
+  const first = await createRuntime({ cwd, agentDir, env: {}, model, now: () => Date.UTC(2026, 0, 1) });
+  await first.session.prompt("记住：蓝色");
+  await first.dispose();
+  const second = await createRuntime({ cwd, agentDir, env: {}, model, session: "new", now: () => Date.UTC(2026, 0, 2) });
+  await second.dispose();
+  // 第一份是后来又用过的那份：修改时间比第二份新。
+  const later = new Date(Date.now() + 60_000);
+  await utimes(first.sessionFile, later, later);
+  const resumed = await createRuntime({ cwd, agentDir, env: {}, model, session: "continue" });
+  assert.equal(resumed.sessionFile, first.sessionFile);
+  assert.ok(resumed.session.messages.some((message) => message.role === "user"));
+  await resumed.dispose();
+  assert.equal((await readdir(path.dirname(first.sessionFile))).length, 2);
+});
+
+test("13.2 接上第 12 章：AGENTS.md 成为 system 的段落，扩展命令能用；坏扩展只是一条警告，关闭后扩展不能再写", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t, { "README.md": "# 星图\n", "AGENTS.md": "# 约定\n回答一律用中文。\n" });
+  const extensions = path.join(cwd, ".pi", "extensions");
+  await mkdir(extensions, { recursive: true });
+  await writeFile(
+    path.join(extensions, "a-note.mjs"),
+    'export default (pi) => { globalThis.piChapter13 = pi; pi.registerCommand("note", { description: "记一笔", handler: (args) => pi.appendEntry("note", { text: args }) }); };\n',
+  );
+  await writeFile(path.join(extensions, "b-broken.mjs"), "export default 42;\n");
+  const warnings: string[] = [];
+  const runtime = await createRuntime({ cwd, agentDir, env: {}, onWarning: (message) => warnings.push(message) });
+  assert.match(warnings.join("\n"), /b-broken\.mjs 在 load 里出错/);
+  assert.equal(runtime.extensions.extensions.length, 1);
+  const first = runtime.session.messages[0];
+  assert.equal(first?.role, "system");
+  assert.match(first?.role === "system" ? (first.sections?.["project-context"] ?? "") : "", /回答一律用中文/);
+  await runtime.session.prompt("/note 买牛奶");
+  await runtime.dispose();
+  const notes = (await sessionLines(runtime.sessionFile)).filter((entry) => entry.type === "custom");
+  assert.deepEqual(notes.map((entry) => (entry.type === "custom" ? entry.data : undefined)), [{ text: "买牛奶" }]);
+  const api = (globalThis as { piChapter13?: { appendEntry(type: string, data?: unknown): void } }).piChapter13;
+  assert.throws(() => api?.appendEntry("note", { text: "迟到的" }), /运行时已经关闭/);
+});
+
+test("13.2 关闭按创建的逆序，每个部件恰好一次；一个部件失败，其余照关，错误点名每个失败", { timeout: 2_000 }, async () => {
+  const closed: string[] = [];
+  const disposer = new Disposer();
+  disposer.add("模型", () => void closed.push("模型"));
+  disposer.add("会话", () => {
+    closed.push("会话");
+    throw new Error("磁盘满了");
+  });
+  disposer.add("扩展", async () => void closed.push("扩展"));
+  const [a, b] = [disposer.dispose(), disposer.dispose()];
+  assert.equal(a, b);
+  const error = await a.then(
+    () => undefined,
+    (reason: unknown) => reason,
+  );
+  assert.ok(error instanceof DisposeError);
+  assert.match(error.message, /会话（磁盘满了）/);
+  assert.deepEqual(closed, ["扩展", "会话", "模型"]);
+  await assert.rejects(disposer.dispose(), DisposeError);
+  assert.deepEqual(closed, ["扩展", "会话", "模型"]);
+});
+
+test("13.2 关闭会中止正在进行的运行，等它收尾、写完记录再返回", { timeout: 2_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const hanging = hangingModel();
+  const runtime = await createRuntime({ cwd, agentDir, env: {}, model: hanging.model });
+  const asking = runtime.session.prompt("你好");
+  await hanging.running;
+  await runtime.dispose();
+  assert.equal(runtime.session.agent.state.status, "idle");
+  await asking;
+  const last = (await sessionLines(runtime.sessionFile)).at(-1);
+  assert.equal(last?.type === "message" && last.message.role === "assistant" ? last.message.stopReason : undefined, "aborted");
+});
+
+test("13.2 会话目录不能写：抛出的 RuntimeError 说出目录，也说出用 PI_COURSE_AGENT_DIR 换个地方", { timeout: 2_000 }, async (t) => {
+  const { root, cwd } = await project(t);
+  const blocked = path.join(root, "not-a-dir");
+  await writeFile(blocked, "这是一个文件，不是目录");
+  await assert.rejects(createRuntime({ cwd, agentDir: blocked, env: {} }), (error: unknown) => {
+    assert.ok(error instanceof RuntimeError, String(error));
+    assert.equal(error.code, "SESSION_DIR_NOT_WRITABLE");
+    assert.match(error.message, /not-a-dir/);
+    assert.match(error.message, /PI_COURSE_AGENT_DIR/);
+    return true;
+  });
+});
+
+// ── 实践 13.3 ───────────────────────────────────────────────────
+
+test("13.3 参数：-p 是打印模式，--mode json 是 JSON 模式，什么都不给是交互模式", () => {
+  assert.deepEqual(parseCliArgs(["-p", README_TASK]), { mode: "print", messages: [README_TASK], session: "new", help: false });
+  assert.equal(parseCliArgs(["--mode", "json", "任务"]).mode, "json");
+  assert.equal(parseCliArgs(["--mode", "text", "任务"]).mode, "print");
+  assert.deepEqual(parseCliArgs([]), { mode: "interactive", messages: [], session: "new", help: false });
+  assert.equal(parseCliArgs(["-c"]).session, "continue");
+  assert.equal(parseCliArgs(["--session", "a.jsonl"]).session, "a.jsonl");
+});
+
+test("13.3 用错了是用法错误：一句中文，退出码 2", { timeout: 2_000 }, async (t) => {
+  for (const [argv, pattern] of [
+    [["--verbose"], /不认识的选项 --verbose/],
+    [["--mode", "yaml", "x"], /--mode 只接受 text 或 json/],
+    [["-p"], /-p 需要一个任务/],
+    [["--session"], /--session 需要一个取值/],
+  ] as const) {
+    assert.throws(() => parseCliArgs(argv), (error: unknown) => error instanceof UsageError && pattern.test(error.message));
+  }
+  const { cwd, agentDir } = await project(t);
+  const run = io(cwd, agentDir);
+  assert.equal(await main(["--verbose"], run.io), 2);
+  assert.match(run.stderr.text(), /不认识的选项 --verbose/);
+  assert.equal(run.stdout.text(), "");
+});
+
+test("13.3 -p 只把最后的回答写到 stdout，退出码 0", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const run = io(cwd, agentDir);
+  assert.equal(await main(["-p", README_TASK], run.io), 0);
+  assert.equal(run.stdout.text(), "项目名是「星图」（取自 README.md 的第一个一级标题）。\n");
+  assert.equal(run.stderr.text(), "");
+});
+
+test("13.3 --mode json 每个事件一行完整的 JSON", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const run = io(cwd, agentDir);
+  assert.equal(await main(["--mode", "json", README_TASK], run.io), 0);
+  const events = run.stdout.text().trimEnd().split("\n").map((line) => JSON.parse(line) as { type: string });
+  assert.equal(events[0]?.type, "agent_start");
+  assert.equal(events.at(-1)?.type, "agent_end");
+  assert.ok(events.some((event) => event.type === "tool_execution_end"));
+});
+
+test("13.3 运行失败写到 stderr，退出码 1；stdout 什么都没有", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const turns: ScriptedTurn[] = [{ kind: "error", errorMessage: "服务器返回 500" }];
+  const run = io(cwd, agentDir, { model: new ScriptedModel(turns) });
+  assert.equal(await main(["-p", "你好"], run.io), 1);
+  assert.match(run.stderr.text(), /运行失败（error）：.*服务器返回 500/);
+  assert.equal(run.stdout.text(), "");
+});
+
+test("13.3 会话目录不能写：退出码 1，stderr 说出目录与 PI_COURSE_AGENT_DIR", { timeout: 2_000 }, async (t) => {
+  const { root, cwd } = await project(t);
+  await writeFile(path.join(root, "agent"), "");
+  const run = io(cwd, path.join(root, "agent"));
+  assert.equal(await main(["-p", README_TASK], run.io), 1);
+  assert.match(run.stderr.text(), /会话目录 .*agent.* 不能写.*PI_COURSE_AGENT_DIR/);
+});
+
+// ── 实践 13.4 ───────────────────────────────────────────────────
+
+test("13.4 stdout 被下游关掉（EPIPE）：停下运行、不崩溃、退出码 0，会话照样关好", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const stdout = sink(1);
+  const run = io(cwd, agentDir, { stdout: stdout.stream });
+  assert.equal(await main(["--mode", "json", README_TASK], run.io), 0);
+  assert.equal(stdout.text().split("\n")[0], '{"type":"agent_start"}');
+  assert.ok(stdout.writes() <= 3, `出口关了还在写：写了 ${stdout.writes()} 次`);
+  const folder = path.join(agentDir, "sessions", sessionFolderName(cwd));
+  const [file] = await readdir(folder);
+  const entries = await sessionLines(path.join(folder, file!));
+  assert.ok(entries.length >= 2);
+  assert.equal(entries.some((entry) => entry.type === "message" && entry.message.role === "toolResult"), false);
+});
+
+test("13.4 打印模式里第一次 Ctrl-C 中止运行（退出码 1），第二次立即离开（退出码 130）", { timeout: 3_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const polite = hangingModel();
+  const signals = new EventEmitter();
+  const first = io(cwd, agentDir, { model: polite.model, signals });
+  const finished = main(["-p", "你好"], first.io);
+  await polite.running;
+  signals.emit("SIGINT");
+  assert.equal(await finished, 1);
+  assert.match(first.stderr.text(), /再按一次 Ctrl-C/);
+  assert.match(first.stderr.text(), /运行被中止/);
+  assert.equal(signals.listenerCount("SIGINT"), 0);
+
+  const stubborn = hangingModel(false);
+  const second = io(cwd, agentDir, { model: stubborn.model, signals });
+  const leaving = main(["-p", "你好"], second.io);
+  await stubborn.running;
+  signals.emit("SIGINT");
+  signals.emit("SIGINT");
+  assert.equal(await leaving, 130);
+});
+
+// ── 实践 13.5 ───────────────────────────────────────────────────
+
+test("13.5 /tree 按父子缩进，* 标出当前路径，leaf 标“当前”", () => {
+  const entry = (id: string, parentId: string | null, body: string): SessionEntry => ({
+    type: "message",
+    id,
+    parentId,
+    timestamp: "2026-01-01T00:00:00.000Z",
+    message: userMessage(body, 1),
+  });
+  const tree = renderTree([entry("a", null, "开始"), entry("b", "a", "旧的一支"), entry("c", "a", "新的一支")], "c");
+  assert.deepEqual(tree.split("\n"), ["* a user: 开始", "    b user: 旧的一支", "  * c user: 新的一支  ← 当前"]);
+});
+
+test("13.5 交互模式：一句话交给会话，!cmd 运行命令，/tree、/branch 走会话树，/exit 离开", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const stdin = new PassThrough();
+  const run = io(cwd, agentDir, { stdin });
+  const finished = main([], run.io);
+  stdin.write(`${README_TASK}\n`);
+  await waitFor(run.stdout.text, "项目名是「星图」");
+  assert.match(run.stdout.text(), /→ read \{"path":"README.md"\}/);
+  stdin.write("!echo 你好\n");
+  await waitFor(run.stdout.text, "你好\n");
+  stdin.write("/tree\n");
+  await waitFor(run.stdout.text, "← 当前");
+  const userLine = run.stdout.text().split("\n").find((line) => line.includes(`user: ${README_TASK.slice(0, 10)}`));
+  const userId = userLine?.trim().split(" ")[1];
+  assert.ok(userId, "树里应当有那句提问");
+  stdin.write(`/branch ${userId}\n`);
+  await waitFor(run.stdout.text, `已切到 ${userId}`);
+  stdin.write("/tree\n");
+  await waitFor(() => run.stdout.text().split(`已切到 ${userId}`)[1] ?? "", "← 当前");
+  const after = run.stdout.text().split(`已切到 ${userId}`)[1]!.split("\n");
+  assert.match(after.find((line) => line.includes("← 当前")) ?? "", new RegExp(userId!));
+  stdin.write("/exit\n");
+  assert.equal(await finished, 0);
+});
+
+test("13.5 运行中按 Ctrl-C 中止这次运行，REPL 还在；连按第二次离开，中间输入过新的一行就重新数", { timeout: 3_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const hanging = hangingModel();
+  const runtime = await createRuntime({ cwd, agentDir, env: {}, model: hanging.model });
+  t.after(() => runtime.dispose());
+  const stdin = new PassThrough();
+  const stdout = sink();
+  const repl = new InteractiveMode(runtime, { input: stdin, output: new Output(stdout.stream), terminal: false, reopen: () => assert.fail("不该换会话") });
+  const finished = repl.run();
+  repl.interrupt();
+  assert.match(stdout.text(), /再按一次 Ctrl-C 离开，或者输入 \/exit/);
+  // 输入了新的一行，之前那次 Ctrl-C 就不算数了：这一次只中止，不离开。
+  stdin.write("你好\n");
+  await hanging.running;
+  repl.interrupt();
+  await waitFor(stdout.text, "这次回答被中止了");
+  assert.match(stdout.text(), /已中止这次运行/);
+  assert.equal(runtime.session.agent.state.status, "idle");
+  repl.interrupt();
+  assert.equal(await finished, 0);
+});
+
+test("13.5 /resume 列出这个项目的会话，给编号就换过去，旧的运行时被关掉", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const old = await createRuntime({ cwd, agentDir, env: {} });
+  await old.session.prompt(README_TASK);
+  await old.dispose();
+  const stdin = new PassThrough();
+  const run = io(cwd, agentDir, { stdin });
+  const finished = main([], run.io);
+  stdin.write("/resume\n");
+  await waitFor(run.stdout.text, "用 /resume <编号>");
+  assert.match(run.stdout.text(), new RegExp(`2\\. ${path.basename(old.sessionFile)}`));
+  stdin.write("/resume 2\n");
+  await waitFor(run.stdout.text, `已换到 ${path.basename(old.sessionFile)}（5 个条目）`);
+  stdin.end();
+  assert.equal(await finished, 0);
+});
