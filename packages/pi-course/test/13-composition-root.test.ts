@@ -73,7 +73,14 @@ function io(cwd: string, agentDir: string, extra: Partial<CliIo> = {}) {
 /** 一个不自己结束的模型：开始生成后一直等，直到被取消（obeyAbort 为 false 时连取消都不理）。 */
 function hangingModel(obeyAbort = true) {
   let started: () => void = () => {};
-  const running = new Promise<void>((resolve) => (started = resolve));
+  // 一秒内没有被调用就失败（而不是让测试永远等下去）：多半是运行时没有用给定的模型。
+  const running = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("给定的模型一直没有被调用：运行时用的是别的模型吗？")), 1_000);
+    started = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+  });
   const model: Model = {
     provider: "test",
     id: "hanging",
@@ -166,7 +173,8 @@ test("13.1 离线模型是确定的：同样的请求，两次得到同样的事
 test("13.2 模型的来源：显式给定的优先，其次是环境变量，最后是离线模型", () => {
   const scripted = new ScriptedModel([]);
   const env = { PI_COURSE_BASE_URL: "http://127.0.0.1:9/v1", PI_COURSE_MODEL: "qwen" };
-  assert.equal(resolveModel({ model: scripted, env }), scripted);
+  // 比较身份，不把模型对象本身放进断言信息：它带着函数和私有字段。
+  assert.ok(resolveModel({ model: scripted, env }) === scripted, "给定的模型应当原样交回");
   const fromEnv = resolveModel({ env });
   assert.ok(fromEnv instanceof OpenAiCompatibleModel);
   assert.equal(fromEnv.id, "qwen");
@@ -247,7 +255,10 @@ test("13.2 关闭按创建的逆序，每个部件恰好一次；一个部件失
   });
   disposer.add("扩展", async () => void closed.push("扩展"));
   const [a, b] = [disposer.dispose(), disposer.dispose()];
-  assert.equal(a, b);
+  // 两个都接住：即使它们不是同一个 Promise，也不留下没人处理的 rejection。
+  a.catch(() => {});
+  b.catch(() => {});
+  assert.ok(a === b, "第二次调用应当交回第一次的同一个 Promise");
   const error = await a.then(
     () => undefined,
     (reason: unknown) => reason,
@@ -259,17 +270,23 @@ test("13.2 关闭按创建的逆序，每个部件恰好一次；一个部件失
   assert.deepEqual(closed, ["扩展", "会话", "模型"]);
 });
 
-test("13.2 关闭会中止正在进行的运行，等它收尾、写完记录再返回", { timeout: 2_000 }, async (t) => {
+test("13.2 关闭先停下会话：运行被中止并收尾，扩展在 agent_end 里记的条目也落盘，之后才收回扩展的写权限", { timeout: 2_000 }, async (t) => {
   const { cwd, agentDir } = await project(t);
+  await mkdir(path.join(cwd, ".pi", "extensions"), { recursive: true });
+  await writeFile(path.join(cwd, ".pi", "extensions", "log.mjs"), 'export default (pi) => pi.on("agent_end", () => pi.appendEntry("log", { ended: true }));\n');
+  const warnings: string[] = [];
   const hanging = hangingModel();
-  const runtime = await createRuntime({ cwd, agentDir, env: {}, model: hanging.model });
+  const runtime = await createRuntime({ cwd, agentDir, env: {}, model: hanging.model, onWarning: (message) => warnings.push(message) });
   const asking = runtime.session.prompt("你好");
   await hanging.running;
   await runtime.dispose();
   assert.equal(runtime.session.agent.state.status, "idle");
   await asking;
-  const last = (await sessionLines(runtime.sessionFile)).at(-1);
-  assert.equal(last?.type === "message" && last.message.role === "assistant" ? last.message.stopReason : undefined, "aborted");
+  const entries = await sessionLines(runtime.sessionFile);
+  const lastMessage = entries.findLast((entry) => entry.type === "message");
+  assert.equal(lastMessage?.type === "message" && lastMessage.message.role === "assistant" ? lastMessage.message.stopReason : undefined, "aborted");
+  const logged = entries.some((entry) => entry.type === "custom" && entry.customType === "log");
+  assert.ok(logged, `扩展在 agent_end 里记下的条目应当在会话文件里；警告：${warnings.join("；")}`);
 });
 
 test("13.2 会话目录不能写：抛出的 RuntimeError 说出目录，也说出用 PI_COURSE_AGENT_DIR 换个地方", { timeout: 2_000 }, async (t) => {

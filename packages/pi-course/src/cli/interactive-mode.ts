@@ -46,11 +46,18 @@ export function describeEntry(entry: SessionEntry): string {
   switch (entry.type) {
     case "message": {
       const message = entry.message;
-      if (message.role === "bashExecution") return `bash: ${message.excludeFromContext === true ? "!!" : "!"}${short(message.command)}`;
-      if (message.role === "system" || message.role === "user" || message.role === "assistant" || message.role === "toolResult") {
-        return `${message.role}: ${short(textOf(message))}`;
+      switch (message.role) {
+        case "bashExecution":
+          return `bash: ${message.excludeFromContext === true ? "!!" : "!"}${short(message.command)}`;
+        case "user":
+        case "assistant":
+        case "toolResult":
+        case "system":
+          return `${message.role}: ${short(textOf(message))}`;
+        default:
+          // 别的角色（custom、摘要……）只写角色名：它们的文字在 /tree 里不重要。
+          return message.role;
       }
-      return message.role;
     }
     case "compaction":
       return `compaction: ${short(entry.summary)}`;
