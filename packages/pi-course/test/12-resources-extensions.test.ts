@@ -265,7 +265,7 @@ test("12.3 新会话的第一条 system 带着段落：模型只读到技能的�
   assert.match(resultText(model.requests[1]!.messages.at(-1)), /先跑 release\.sh/);
 });
 
-test("12.3 重新加载资源追加一条 sections 补丁：写下的第一条不动，重放出的 prompt 换新；恢复会话后照样生效", { timeout: 2_000 }, async () => {
+test("12.3 重新加载资源追加一条 sections 补丁：写下的第一条不动，重放出的 prompt 换新；恢复会话后照样生效，续接时资源变了也补一条", { timeout: 2_000 }, async () => {
   const v1 = noResources({ contextFiles: [{ path: "/p/AGENTS.md", content: "旧规则" }] });
   const v2 = noResources({ contextFiles: [{ path: "/p/AGENTS.md", content: "新规则" }] });
   const { session, model, store } = await scene([reply(text("好"))], { resources: v1 });
@@ -282,11 +282,18 @@ test("12.3 重新加载资源追加一条 sections 补丁：写下的第一条�
   const resumed = new AgentSession({ tree: await SessionTree.open(store), model: new ScriptedModel([]) });
   assert.match(resumed.agent.systemPrompt ?? "", /新规则/);
   assert.equal(resumed.messages.filter((message) => message.role === "system").length, 2);
+  // 续接时带着资源：和记录里的一样就不写；两次运行之间变了，就在续接时补上一条。
+  const same = new AgentSession({ tree: await SessionTree.open(store), model: new ScriptedModel([]), resources: v2 });
+  assert.equal(same.messages.filter((message) => message.role === "system").length, 2);
+  const changed = new AgentSession({ tree: await SessionTree.open(store), model: new ScriptedModel([]), resources: v1 });
+  await changed.flush();
+  assert.match(changed.agent.systemPrompt ?? "", /旧规则/);
+  assert.equal(store.text.filter((line) => line.includes('"role":"system"')).length, 3);
 });
 
 // ── 12.4 扩展运行器 ─────────────────────────────────────────────
 
-test("12.4 处理器按登记顺序运行：先按扩展的顺序，同一个扩展里按 on() 的先后", async () => {
+test("12.4 处理器按登记顺序运行：先按扩展的顺序，同一个扩展里按 on() 的先后；加载时调用 sendMessage 得到一句说明", async () => {
   const log: string[] = [];
   const first = await extensionFromFactory("a.ts", (pi) => {
     pi.on("turn_start", () => void log.push("a1"));
@@ -298,6 +305,11 @@ test("12.4 处理器按登记顺序运行：先按扩展的顺序，同一个扩
   const second = await extensionFromFactory("b.ts", (pi) => pi.on("turn_start", () => void log.push("b1")));
   await new ExtensionRunner([first, second]).emit({ type: "turn_start", step: 1 });
   assert.deepEqual(log, ["a1", "a2", "b1"]);
+  // 加载时还没有会话：sendMessage 给出一句说明，而不是悄悄丢掉。
+  await assert.rejects(
+    extensionFromFactory("early.ts", (pi) => pi.sendMessage({ customType: "x", content: "太早了", display: false })),
+    /还没有绑定到会话/,
+  );
 });
 
 test("12.4 处理器抛出只是一条写明文件与事件的错误：后面的处理器照样运行，Agent 照样答完", { timeout: 2_000 }, async () => {
@@ -394,10 +406,10 @@ test("12.5 context 看不到 system：它交回的对话进这一次请求，sys
   await session.prompt("第二句");
   assert.deepEqual(seen, [["user"], ["user", "assistant", "user"]]);
   const request = model.requests[1]!.messages;
-  assert.deepEqual(request.map((message) => message.role), ["system", "user", "user"]);
   const head = request[0];
   assert.ok(head?.role === "system", "请求应当以 system 开头");
   assert.equal(systemMessageText(head), "你是一个编程助手。");
+  assert.deepEqual(request.map((message) => message.role), ["system", "user", "user"]);
   assert.equal(lastUserText(model.requests[1]), "第二句");
   assert.deepEqual(session.messages.map((message) => message.role), ["system", "user", "assistant", "user", "assistant"]);
   assert.ok(!store.text.some((line) => line.includes("提醒")), "注入的消息不该写进会话");
@@ -456,6 +468,11 @@ test("12.5 context_with_system 拿掉开头的 system：报出上游的原句（
   await session.prompt("你好");
   assert.deepEqual(model.requests[0]!.messages.map((message) => message.role), ["user"]);
   assert.deepEqual(errors, [{ extensionPath: "ext-1.ts", event: "context_with_system", error: REMOVED_LEADING_SYSTEM_MESSAGE }]);
+  // 上游的原句，逐字：开头、中间、结尾各核对一段。
+  assert.ok(REMOVED_LEADING_SYSTEM_MESSAGE.startsWith("Handler removed the leading system message; "));
+  assert.ok(REMOVED_LEADING_SYSTEM_MESSAGE.includes(" the request has no prompt or initial tool declarations. "));
+  assert.ok(REMOVED_LEADING_SYSTEM_MESSAGE.includes(" declarations. Keep it at index 0 or replace "));
+  assert.ok(REMOVED_LEADING_SYSTEM_MESSAGE.endsWith(" a dropped prefix with getCurrentSystemMessage()."));
   assert.equal(session.messages[0]?.role, "system", "transcript 里的 system 还在");
 });
 
@@ -465,6 +482,8 @@ test("12.6 .pi/extensions 里的 .ts 与 .js 按文件名顺序加载：带类�
   const root = await tempDir();
   const dir = path.join(root, ".pi/extensions");
   await writeFiles(dir, {
+    // 写明 ESM：较早的 Node 20 不会自己认出 .js 里的 export 语法。
+    "package.json": '{ "type": "module" }',
     "b-plain.js": "export default function (pi) { pi.on('turn_start', () => { globalThis.__order12.push('b'); }); }\n",
     "a-typed.ts": "interface Note { text: string }\nconst note: Note = { text: 'a' };\nexport default function (pi: { on(event: string, handler: () => void): void }): void {\n  pi.on('turn_start', () => { (globalThis as any).__order12.push(note.text); });\n}\n",
     "README.md": "不是扩展",
@@ -478,9 +497,10 @@ test("12.6 .pi/extensions 里的 .ts 与 .js 按文件名顺序加载：带类�
   assert.deepEqual(await loadExtensions(path.join(root, "没有这个目录")), { extensions: [], errors: [] });
 });
 
-test("12.6 坏扩展只是一条带文件名的 load 错误：导入失败、default 不是函数、工厂抛出、工厂一直不结束，别的扩展照样加载", { timeout: 1_000 }, async () => {
+test("12.6 坏扩展只是一条带文件名的 load 错误：导入失败、default 不是函数、工厂抛出、工厂一直不结束，别的扩展照样加载", { timeout: 2_000 }, async () => {
   const dir = await tempDir();
   await writeFiles(dir, {
+    "package.json": '{ "type": "module" }',
     "1-syntax.js": "export default function (pi) {\n",
     "2-no-default.js": "export default { name: '不是函数' };\n",
     "3-throws.js": "export default function () { throw new Error('初始化失败'); }\n",
@@ -500,21 +520,29 @@ test("12.6 坏扩展只是一条带文件名的 load 错误：导入失败、def
   assert.match(loaded.errors[3]!.error, /50 ms/);
 });
 
-test("12.6 `/name`：扩展命令先处理（不问模型），它不认识的再按提示模板展开；命令里的 sendMessage 与 appendEntry 就是会话自己的", { timeout: 2_000 }, async () => {
+test("12.6 `/name`：扩展命令先处理（不问模型，抛出只报告），它不认识的再按提示模板展开；命令里的 sendMessage 与 appendEntry 就是会话自己的", { timeout: 2_000 }, async () => {
   const templates = [{ name: "review", description: "审查", content: "请审查 $1。", filePath: "/p/review.md" }];
-  const { session, model, store } = await scene([reply(text("审查完了"))], {
+  const { session, model, store, errors } = await scene([reply(text("审查完了"))], {
     resources: noResources({ promptTemplates: templates }),
     factories: [
-      (pi) =>
+      (pi) => {
         pi.registerCommand("note", {
           description: "记一笔",
           handler(args) {
             pi.appendEntry("note", { args });
             pi.sendMessage({ customType: "note", content: `备注：${args}`, display: true });
           },
-        }),
+        });
+        pi.registerCommand("boom", {
+          handler() {
+            throw new Error("命令坏了");
+          },
+        });
+      },
     ],
   });
+  await session.prompt("/boom");
+  assert.deepEqual(errors, [{ extensionPath: "ext-1.ts", event: "command", error: "/boom：命令坏了" }]);
   await session.prompt("/note 先看测试");
   assert.equal(model.requests.length, 0);
   const kinds = store.text.map((line) => (JSON.parse(line) as { type: string }).type);
