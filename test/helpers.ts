@@ -89,10 +89,15 @@ export const hasPty = process.platform === "linux" && spawnSync("script", ["--ve
  * 测试往 stdin 写按键，用 waitFor 等屏幕上出现某句话。
  */
 export function runInTerminal(name: string, args: readonly string[], env: NodeJS.ProcessEnv = {}) {
-  const command = [process.execPath, "--import", TSX, path.join(KIT, "scripts", `${name}.ts`), ...args].map((part) => `'${part}'`).join(" ");
+  return runCommandInTerminal([process.execPath, "--import", TSX, path.join(KIT, "scripts", `${name}.ts`), ...args], KIT, env);
+}
+
+/** 在伪终端里运行任意一条命令（例如 node_modules/.bin/tiny-pi），cwd 由调用方给出。 */
+export function runCommandInTerminal(argv: readonly string[], cwd: string, env: NodeJS.ProcessEnv = {}) {
+  const command = argv.map((part) => `'${part}'`).join(" ");
   const child = spawn("script", ["-qfec", command, "/dev/null"], {
-    cwd: KIT,
-    env: { ...process.env, NO_COLOR: "1", INIT_CWD: KIT, ...env },
+    cwd,
+    env: { ...process.env, NO_COLOR: "1", INIT_CWD: cwd, ...env },
     stdio: ["pipe", "pipe", "pipe"],
   });
   let screen = "";

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 
 import { findChapter, type Chapter } from "./chapters.js";
-import { createLink, expectedLinks, isSymlink, linkedGroupDirs } from "./links.js";
+import { createLink, isSymlink, linkedGroupDirs, linkTarget, practiceLinks } from "./links.js";
 import { isCourseError } from "./errors.js";
 import { inspectHistory, locateGitDir, practiceStart, shortHash, type CourseHistory } from "./history.js";
 import { COURSE_BRANCH, COURSE_PACKAGE, isInside } from "./paths.js";
@@ -361,20 +361,31 @@ export async function checkPracticeDir(options: {
 /**
  * 练习目录的 node_modules 是逐个包指向套件依赖的链接（links.ts）；找出缺的、断的、
  * 旧布局里整个 @scope / .bin 的目录链接（npm install 会顺着它删进套件），以及不该有的 @pi。
+ * 指错了地方的链接也算断了：例如旧的练习目录里 .bin/tiny-pi 指向套件里的答案，而不是练习目录自己的包。
  */
 export function brokenLinks(kitRoot: string, dir: string): { missing: string[]; broken: string[]; grouped: string[]; forbidden: boolean } {
   const target = path.join(dir, "node_modules");
   const grouped = linkedGroupDirs(dir);
   const missing: string[] = [];
   const broken: string[] = [];
-  for (const { name } of expectedLinks(kitRoot)) {
+  const expected = practiceLinks(kitRoot, dir);
+  // .bin 里不该有的命令：指向套件工作区包（最终答案）的，修复时删掉。
+  const kitPackages = `${linkTarget(path.join(kitRoot, "packages")) ?? path.join(kitRoot, "packages")}${path.sep}`;
+  const binDir = path.join(target, ".bin");
+  if (!grouped.includes(".bin") && existsSync(binDir) && lstatSync(binDir).isDirectory()) {
+    for (const name of readdirSync(binDir)) {
+      const resolved = linkTarget(path.join(binDir, name));
+      if (resolved?.startsWith(kitPackages) && !expected.some((link) => link.name === `.bin/${name}`)) broken.push(`.bin/${name}`);
+    }
+  }
+  for (const { name, source } of expected) {
     if (grouped.some((group) => name.startsWith(`${group}/`))) continue; // 整组会在修复时换成逐个链接
     const link = path.join(target, name);
     if (!isSymlink(link)) {
       if (!existsSync(link)) missing.push(name);
       continue;
     }
-    if (!existsSync(link)) broken.push(name);
+    if (!existsSync(link) || linkTarget(link) !== linkTarget(source)) broken.push(name);
   }
   return { missing, broken, grouped, forbidden: existsSync(path.join(target, "@pi")) };
 }
@@ -417,13 +428,13 @@ export function repairLinks(kitRoot: string, dir: string): string[] {
   }
   for (const group of grouped) {
     unlinkSync(path.join(target, group)); // 只删这个链接本身，链接指向的套件目录原样不动
-    missing.push(...expectedLinks(kitRoot).filter((link) => link.name.startsWith(`${group}/`)).map((link) => link.name));
+    missing.push(...practiceLinks(kitRoot, dir).filter((link) => link.name.startsWith(`${group}/`)).map((link) => link.name));
   }
+  const sources = new Map(practiceLinks(kitRoot, dir).map((link) => [link.name, link.source]));
   for (const entry of broken) {
     unlinkSync(path.join(target, entry));
-    missing.push(entry);
+    if (sources.has(entry)) missing.push(entry);
   }
-  const sources = new Map(expectedLinks(kitRoot).map((link) => [link.name, link.source]));
   for (const name of missing) createLink(dir, { name, source: sources.get(name) ?? path.join(kitRoot, "node_modules", name) });
   if (missing.length > 0) actions.push(`重新链接了 ${missing.length} 项依赖：${missing.slice(0, 5).join("、")}${missing.length > 5 ? " 等" : ""}`);
   return actions;

@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, mkdirSync, readdirSync, symlinkSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, symlinkSync } from "node:fs";
 import path from "node:path";
 
 /**
@@ -15,17 +15,26 @@ export interface DependencyLink {
   source: string;
 }
 
-/** 套件已安装、练习目录应当链接的全部依赖；@pi 除外：那里链接着套件里的最终答案。 */
+/**
+ * 套件已安装、练习目录应当链接的全部依赖。两样除外，它们都会把练习目录带到套件里的最终答案：
+ * @pi（工作区包的链接），以及 .bin 里指向套件工作区包的命令（例如 tiny-pi → packages/pi-course/bin）。
+ * 练习目录自己的命令由 ownBinLinks 指向练习目录自己的包。
+ */
 export function expectedLinks(kitRoot: string): DependencyLink[] {
   const modules = path.join(kitRoot, "node_modules");
   if (!existsSync(modules)) return [];
+  const workspaces = path.join(realPath(kitRoot), "packages");
   const links: DependencyLink[] = [];
   for (const entry of readdirSync(modules)) {
     if (entry === "@pi" || entry.startsWith(".package-lock")) continue;
     const source = path.join(modules, entry);
     if (entry.startsWith("@") || entry === ".bin") {
       if (!isDirectory(source)) continue;
-      for (const inner of readdirSync(source)) links.push({ name: `${entry}/${inner}`, source: path.join(source, inner) });
+      for (const inner of readdirSync(source)) {
+        const file = path.join(source, inner);
+        if (entry === ".bin" && isInside(workspaces, realPath(file))) continue;
+        links.push({ name: `${entry}/${inner}`, source: file });
+      }
     } else if (!entry.startsWith(".")) {
       links.push({ name: entry, source });
     }
@@ -33,11 +42,62 @@ export function expectedLinks(kitRoot: string): DependencyLink[] {
   return links;
 }
 
-/** 建一个链接；它的上一级（@scope、.bin）建成真目录。 */
+/**
+ * 练习目录自己的包声明的命令（package.json 的 bin）：.bin/<命令> 指向练习目录里的那个文件，
+ * 所以在练习目录里 npx tiny-pi 跑的是学习者自己的代码。文件还不存在（更早的章节）就不链接。
+ */
+export function ownBinLinks(dir: string): DependencyLink[] {
+  const packages = path.join(dir, "packages");
+  if (!isDirectory(packages)) return [];
+  const links: DependencyLink[] = [];
+  for (const name of readdirSync(packages)) {
+    const manifest = path.join(packages, name, "package.json");
+    if (!existsSync(manifest)) continue;
+    const bin = (JSON.parse(readFileSync(manifest, "utf8")) as { bin?: Record<string, string> }).bin ?? {};
+    for (const [command, file] of Object.entries(bin)) {
+      const source = path.join(packages, name, file);
+      if (existsSync(source)) links.push({ name: `.bin/${command}`, source });
+    }
+  }
+  return links;
+}
+
+/** 练习目录应当有的全部链接：套件的依赖，加上练习目录自己的命令。 */
+export function practiceLinks(kitRoot: string, dir: string): DependencyLink[] {
+  return [...expectedLinks(kitRoot), ...ownBinLinks(dir)];
+}
+
+/**
+ * 建一个链接；它的上一级（@scope、.bin）建成真目录。指向练习目录自己文件的链接用相对路径（目录整个搬走也不断），
+ * 并像 npm 安装命令时那样给目标加上可执行位。
+ */
 export function createLink(dir: string, link: DependencyLink): void {
   const target = path.join(dir, "node_modules", link.name);
   mkdirSync(path.dirname(target), { recursive: true });
-  symlinkSync(link.source, target, "junction");
+  if (isInside(path.resolve(dir), path.resolve(link.source))) {
+    chmodSync(link.source, statSync(link.source).mode | 0o111);
+    symlinkSync(path.relative(path.dirname(target), link.source), target);
+  } else {
+    symlinkSync(link.source, target, "junction");
+  }
+}
+
+/** 链接最终到达哪里（解析不了就是 undefined）。 */
+export function linkTarget(file: string): string | undefined {
+  try {
+    return realpathSync(file);
+  } catch {
+    return undefined;
+  }
+}
+
+function realPath(file: string): string {
+  return linkTarget(file) ?? path.resolve(file);
+}
+
+function isInside(root: string, file: string): boolean {
+  const relative = path.relative(root, file);
+  return relative !== "" && !relative.startsWith("..") && !path.isAbsolute(relative);
 }
 
 /** 练习目录 node_modules 里哪些东西本身就是链接到目录的符号链接（旧布局：整个 @scope 或 .bin）。 */

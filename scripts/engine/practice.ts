@@ -17,7 +17,7 @@ import type { Chapter } from "./chapters.js";
 import { CourseError, usageError } from "./errors.js";
 import { checkoutTree, practiceStart, readCommittedFile, type CourseHistory } from "./history.js";
 import { abortGitProcesses } from "./git.js";
-import { createLink, expectedLinks, isSymlink } from "./links.js";
+import { createLink, isSymlink, practiceLinks } from "./links.js";
 import { isInside } from "./paths.js";
 import { practiceTeachingFiles } from "./starter.js";
 import { writePlan, type ContinueOrigin, type ContinuePlan } from "./continue.js";
@@ -301,7 +301,7 @@ export function linkDependencies(kitRoot: string, dir: string): void {
     throw new CourseError("NOT_INSTALLED", "课程套件还没有安装依赖：请先在套件根目录运行 npm ci");
   }
   mkdirSync(path.join(dir, "node_modules"));
-  for (const link of expectedLinks(kitRoot)) createLink(dir, link);
+  for (const link of practiceLinks(kitRoot, dir)) createLink(dir, link);
 }
 
 /** 自检用的测试缝：让“中途被打断”可以被稳定地复现。停在这里直到被打断。 */

@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 import { focusedGlob } from "./card.js";
@@ -7,6 +7,7 @@ import { HINT_LEVEL_NAMES, HINT_LEVELS, type Chapter, type TestRun } from "./cha
 import { checkoutTree, listCommittedFiles, practiceStart, readCommittedFile, shortHash, type CourseHistory } from "./history.js";
 import { citedHashes, lintLesson } from "./lesson.js";
 import { COURSE_PACKAGE } from "./paths.js";
+import { linkTarget } from "./links.js";
 import { createPractice, GUIDE_FILE, linkDependencies, PRACTICE_MARKER } from "./practice.js";
 import { buildProject, compiledTestPath, failureMentions, runTests, type TestReport } from "./runner.js";
 import { cutStarter, practiceTeachingFiles, targetTeachingFiles } from "./starter.js";
@@ -156,6 +157,7 @@ export async function checkPurity(ctx: SelfCheckContext, chapter: Chapter, pract
   problems.push(...findHintText(chapter, practiceDir));
   problems.push(...findHeldOut(ctx.chapters, practiceDir));
   if (existsSync(path.join(practiceDir, "node_modules", "@pi"))) problems.push("练习目录的 node_modules 里有 @pi（会解析到最终答案）");
+  problems.push(...binsIntoKit(ctx.kitRoot, practiceDir));
   try {
     createRequire(path.join(practiceDir, "package.json")).resolve("@pi/course/package.json");
     problems.push("练习目录里的 @pi/course 可以被解析到");
@@ -163,6 +165,16 @@ export async function checkPurity(ctx: SelfCheckContext, chapter: Chapter, pract
     // 解析失败正是我们要的：练习目录看不到套件里的答案。
   }
   return problems;
+}
+
+/** 练习目录 node_modules/.bin 里的命令不能落到套件的工作区包里：npx tiny-pi 要跑学习者自己的代码。 */
+function binsIntoKit(kitRoot: string, practiceDir: string): string[] {
+  const bin = path.join(practiceDir, "node_modules", ".bin");
+  if (!existsSync(bin)) return [];
+  const kitPackages = `${realpathSync(path.join(kitRoot, "packages"))}${path.sep}`;
+  return readdirSync(bin)
+    .filter((name) => linkTarget(path.join(bin, name))?.startsWith(kitPackages) === true)
+    .map((name) => `练习目录的 node_modules/.bin/${name} 指向套件里的最终答案`);
 }
 
 /** 提示只在 npm run hint 后面：练习目录里任何文件（node_modules 除外）都不能含有本章任何一级提示的原文。 */
