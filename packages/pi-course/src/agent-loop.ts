@@ -17,7 +17,7 @@
  *   toolUse 却没有工具调用  协议错误：没有可配对的东西，不再问模型，以 protocol_error 结束
  */
 
-import { executeToolCall, type ToolOutput, type ToolRegistry } from "./tools.js";
+import { executeToolCall, type ExecuteOptions, type ToolOutput, type ToolRegistry } from "./tools.js";
 import {
   text,
   type AgentContext,
@@ -27,6 +27,7 @@ import {
   type Model,
   type ModelEvent,
   type StopReason,
+  type TextContent,
   type ToolCall,
   type ToolResultMessage,
 } from "./types.js";
@@ -59,6 +60,31 @@ export type TransformContext = (
 /** 闸二：通往模型的唯一出口，交出的只能是模型认识的四种消息。 */
 export type ConvertToLlm = (messages: AgentMessage[]) => Message[] | Promise<Message[]>;
 
+/** 工具执行之前看一眼的钩子（上游同名）：交回 block 就不执行，reason 成为那条结果的文字。 */
+export interface BeforeToolCallContext {
+  assistantMessage: AssistantMessage;
+  toolCall: ToolCall;
+  /** 模型给出的参数（还没有按 schema 检查：检查在 executeToolCall 里）。 */
+  args: unknown;
+}
+export interface BeforeToolCallResult {
+  block?: boolean;
+  reason?: string;
+}
+export type BeforeToolCall = (context: BeforeToolCallContext, signal: AbortSignal) => Promise<BeforeToolCallResult | undefined>;
+
+/** 工具执行之后、结果进 transcript 之前的钩子：交回的字段逐个替换，没交回的保持原样。 */
+export interface AfterToolCallContext extends BeforeToolCallContext {
+  result: ToolResultMessage;
+  isError: boolean;
+}
+export interface AfterToolCallResult {
+  content?: TextContent[];
+  details?: unknown;
+  isError?: boolean;
+}
+export type AfterToolCall = (context: AfterToolCallContext, signal: AbortSignal) => Promise<AfterToolCallResult | undefined>;
+
 export interface AgentLoopOptions {
   model: Model;
   /** 到目前为止的 transcript（通常以新的 user 消息结尾）；循环只读不改。 */
@@ -69,6 +95,8 @@ export interface AgentLoopOptions {
   transformContext?: TransformContext;
   /** 紧接着 transformContext；省略时用 defaultConvertToLlm。 */
   convertToLlm?: ConvertToLlm;
+  beforeToolCall?: BeforeToolCall;
+  afterToolCall?: AfterToolCall;
   /** 最多调用模型几次，默认 20：模型反复请求工具时，循环也会停下。 */
   maxSteps?: number;
   onEvent?: (event: AgentEvent) => void;
@@ -219,8 +247,68 @@ async function streamAssistant(context: AgentContext, options: AgentLoopOptions,
 
 // ── 工具这一半：并发执行，按源顺序交回 ──────────────────────────
 
+// #region lab 12.4 辅助
+const BLOCKED_BY_DEFAULT = "这次工具调用被拦下了。";
+
+/** beforeToolCall 说 block：不执行，写一条 isError 的结果，reason 就是模型读到的原因。 */
+async function blockedResult(
+  hook: BeforeToolCall,
+  context: BeforeToolCallContext,
+  signal: AbortSignal,
+  now: () => number,
+): Promise<ToolResultMessage | undefined> {
+  const decision = await hook(context, signal);
+  if (decision?.block !== true) return undefined;
+  const { toolCall } = context;
+  return {
+    role: "toolResult",
+    toolCallId: toolCall.id,
+    toolName: toolCall.name,
+    content: [text(decision.reason ?? BLOCKED_BY_DEFAULT)],
+    isError: true,
+    details: { kind: "blocked" },
+    timestamp: now(),
+  };
+}
+
+/** afterToolCall 交回的字段逐个替换；配对键和时间戳不归它改。 */
+async function rewrittenResult(hook: AfterToolCall, context: AfterToolCallContext, signal: AbortSignal): Promise<ToolResultMessage> {
+  const override = await hook(context, signal);
+  if (override === undefined) return context.result;
+  const result: ToolResultMessage = { ...context.result };
+  if (override.content !== undefined) result.content = override.content;
+  if (override.details !== undefined) result.details = override.details;
+  if (override.isError !== undefined) result.isError = override.isError;
+  return result;
+}
+// #endregion
+
+/** 执行一次调用，前后各过一道钩子（有的话）。 */
+async function executeWithHooks(
+  call: ToolCall,
+  assistantMessage: AssistantMessage,
+  options: AgentLoopOptions,
+  execute: ExecuteOptions,
+): Promise<ToolResultMessage> {
+  if (options.beforeToolCall === undefined && options.afterToolCall === undefined) {
+    return executeToolCall(options.tools, call, execute);
+  }
+  // #region lab 12.4
+  const now = execute.now ?? Date.now;
+  const base = { assistantMessage, toolCall: call, args: call.arguments };
+  if (options.beforeToolCall !== undefined) {
+    const blocked = await blockedResult(options.beforeToolCall, base, execute.signal, now);
+    if (blocked !== undefined) return blocked;
+  }
+  const result = await executeToolCall(options.tools, call, execute);
+  if (options.afterToolCall === undefined) return result;
+  return rewrittenResult(options.afterToolCall, { ...base, result, isError: result.isError }, execute.signal);
+  // #endregion
+}
+
 /** 同一 turn 的调用同时开始；executeToolCall 从不抛出，所以 Promise.all 一定等到每一条结果。 */
 async function executeToolBatch(
+  assistantMessage: AssistantMessage,
   calls: readonly ToolCall[],
   options: AgentLoopOptions,
   signal: AbortSignal,
@@ -233,7 +321,7 @@ async function executeToolBatch(
     const ids = { toolCallId: call.id, toolName: call.name };
     emit({ type: "tool_execution_start", ...ids, args: call.arguments });
     const onUpdate = (partial: ToolOutput) => emit({ type: "tool_execution_update", ...ids, partial });
-    const result = await executeToolCall(options.tools, call, { signal, onUpdate, now });
+    const result = await executeWithHooks(call, assistantMessage, options, { signal, onUpdate, now });
     emit({ type: "tool_execution_end", ...ids, result, isError: result.isError });
     // 按下标放回：模型读到的结果顺序与它提出请求的顺序一致，与谁先完成无关。
     results[index] = result;
@@ -277,7 +365,7 @@ async function runTurns(options: AgentLoopOptions, added: AgentMessage[], emit: 
     const plan = planTurn(message);
     const toolResults =
       plan.kind === "execute"
-        ? await executeToolBatch(plan.calls, options, signal, emit)
+        ? await executeToolBatch(message, plan.calls, options, signal, emit)
         : plan.unexecuted.map((call) => notExecutedResult(call, message.stopReason, now()));
     for (const result of toolResults) {
       emit({ type: "message_start", message: result });

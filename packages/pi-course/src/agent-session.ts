@@ -7,10 +7,17 @@
  *     appendEntry(customType, data)  只是一个 custom 条目：保存、可以重放给界面，从不进请求；
  *     sendMessage({ … })             一条 custom 角色的消息：只有 content 以 user 身份进请求，
  *                                     display 与 details 留在记录里。
+ *
+ * 第 12 章接上两样东西：
+ *   资源（resources）   项目上下文与技能是第一条 system 里的具名段落；重新加载只追加一条段落补丁。
+ *                       `/name 参数` 先找扩展命令，再找提示模板。
+ *   扩展（extensions）  context / context_with_system 接在 transformContext 上（只影响这一次请求），
+ *                       tool_call / tool_result 接在循环的 beforeToolCall / afterToolCall 上，
+ *                       生命周期事件按发生顺序排队送达；扩展的 sendMessage / appendEntry 就是会话自己的。
  */
 
-import { Agent, type AgentListener, type PromptInput } from "./agent.js";
-import type { TransformContext } from "./agent-loop.js";
+import { Agent, type AgentListener, type AgentOptions, type PromptInput } from "./agent.js";
+import type { AgentEvent, TransformContext } from "./agent-loop.js";
 import { bashTool } from "./coding-tools.js";
 import {
   BRANCH_SUMMARY_PROMPT,
@@ -24,9 +31,11 @@ import {
 import { convertToLlm, createCustomMessage, type BashExecutionMessage, type CustomMessage } from "./messages.js";
 import type { BranchSummaryEntry, CompactionEntry, CustomEntry } from "./session-entries.js";
 import { contextItems, type SessionTree } from "./session-tree.js";
+import type { ExtensionRunner, LifecycleEvent } from "./extensions.js";
+import { expandPromptTemplate, resourcePatch, resourceSections, type PromptTemplate, type Resources } from "./resources.js";
 import type { CommandResult } from "./shell.js";
 import type { AgentTool } from "./tools.js";
-import type { AgentMessage, Model, TextContent } from "./types.js";
+import { currentSystemMessage, type AgentMessage, type Model, type SystemMessage, type TextContent } from "./types.js";
 import type { Workspace } from "./workspace.js";
 
 // ── 类型 ────────────────────────────────────────────────────────
@@ -45,6 +54,10 @@ export interface AgentSessionOptions {
   workspace?: Workspace;
   /** 上下文预算：每次提问之前检查，超出就先压缩。 */
   compaction?: CompactionSettings;
+  /** 项目上下文、技能、提示模板（第 12 章）：新会话的第一条 system 带上它们的段落。 */
+  resources?: Resources;
+  /** 加载好的扩展（第 12 章）。 */
+  extensions?: ExtensionRunner;
 }
 
 /** sendMessage 的参数：与 CustomMessage 相同，只是 role 和 timestamp 由会话来填。 */
@@ -85,6 +98,49 @@ export function persistMessage(tree: SessionTree, message: AgentMessage): void {
   // #endregion
 }
 
+/** 循环事件里扩展关心的那几个，换成扩展事件的形状；别的事件不送。 */
+export function lifecycleEventOf(event: AgentEvent): LifecycleEvent | undefined {
+  switch (event.type) {
+    case "agent_start":
+      return { type: "agent_start" };
+    case "agent_end":
+      return { type: "agent_end", messages: event.messages };
+    case "turn_start":
+      return { type: "turn_start", step: event.step };
+    case "turn_end":
+      return { type: "turn_end", message: event.message, toolResults: event.toolResults };
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * 扩展在 Agent 上的三个接点。transformContext 先跑会话自己的（如果有），再交给扩展：
+ * 它们的输出只进这一次请求，transcript 和会话文件都不经过这里。
+ */
+export function extensionAgentOptions(
+  runner: ExtensionRunner,
+  own: TransformContext | undefined,
+): Pick<AgentOptions, "transformContext" | "beforeToolCall" | "afterToolCall"> {
+  // #region lab 12.4
+  return {
+    transformContext: async (messages, signal) => runner.transformContext(own === undefined ? messages : await own(messages, signal)),
+    beforeToolCall: async ({ toolCall, args }) =>
+      runner.emitToolCall({ type: "tool_call", toolCallId: toolCall.id, toolName: toolCall.name, input: args }),
+    afterToolCall: async ({ toolCall, args, result, isError }) =>
+      runner.emitToolResult({
+        type: "tool_result",
+        toolCallId: toolCall.id,
+        toolName: toolCall.name,
+        input: args,
+        content: result.content,
+        details: result.details,
+        isError,
+      }),
+  };
+  // #endregion
+}
+
 // ── AgentSession ────────────────────────────────────────────────
 
 export class AgentSession {
@@ -92,23 +148,31 @@ export class AgentSession {
   readonly tree: SessionTree;
   private readonly now: () => number;
   private readonly options: AgentSessionOptions;
+  private templates: readonly PromptTemplate[];
+  /** 排队送给扩展的生命周期事件：一个接一个，顺序与发生顺序相同。 */
+  private extensionEvents: Promise<void> = Promise.resolve();
 
   constructor(options: AgentSessionOptions) {
     this.options = options;
     this.tree = options.tree;
     this.now = options.now ?? Date.now;
+    this.templates = options.resources?.promptTemplates ?? [];
+    const runner = options.extensions;
     // #region lab 10.4
     const history = options.tree.buildSessionContext();
     const start = history.length > 0 ? { messages: history } : options.systemPrompt !== undefined ? { systemPrompt: options.systemPrompt } : {};
+    const tools = [...(options.tools ?? []), ...(runner?.tools ?? [])];
     this.agent = new Agent({
       model: options.model,
       ...start,
-      ...(options.tools ? { tools: options.tools } : {}),
+      ...(tools.length > 0 ? { tools } : {}),
       ...(options.transformContext ? { transformContext: options.transformContext } : {}),
+      ...(runner ? extensionAgentOptions(runner, options.transformContext) : {}),
       ...(options.maxSteps !== undefined ? { maxSteps: options.maxSteps } : {}),
       convertToLlm,
       now: this.now,
     });
+    if (history.length === 0 && options.resources !== undefined) this.seedResources(options.resources);
     // 新会话：构造时写下的第一条 system message 不经过事件，这里补进记录。
     if (history.length === 0) for (const message of this.agent.state.messages) persistMessage(this.tree, message);
     // 之后的每一条（用户的输入、模型的回答、工具结果）都在 message_end 时落进记录。
@@ -116,7 +180,64 @@ export class AgentSession {
       if (event.type === "message_end") persistMessage(this.tree, event.message);
     });
     // #endregion
+    if (runner !== undefined) this.bindExtensions(runner);
   }
+
+  /** 新会话的第一条 system 带上资源的具名段落：之后的重新加载才有东西可以按名字补丁。 */
+  private seedResources(resources: Resources): void {
+    // #region lab 12.3
+    const [first, ...rest] = this.agent.state.messages;
+    const sections = resourceSections(resources);
+    if (Object.keys(sections).length === 0) return;
+    const head: SystemMessage =
+      first?.role === "system"
+        ? { ...first, sections: { ...first.sections, ...sections } }
+        : { role: "system", content: "", sections, timestamp: this.now() };
+    this.agent.replaceMessages(first?.role === "system" ? [head, ...rest] : [head, ...this.agent.state.messages]);
+    // #endregion
+  }
+
+  /**
+   * 资源变了（重新加载）：追加一条只写变化的 system 补丁，写下的 prompt 一个字节都不改。
+   * 没有变化就不写；交回写下的补丁。运行中拒绝。
+   */
+  async reloadResources(resources: Resources): Promise<SystemMessage | undefined> {
+    // #region lab 12.3
+    if (this.agent.state.status === "running") throw new Error("Agent 正在运行：运行中不能重新加载资源。请先 await session.agent.waitForIdle()。");
+    this.templates = resources.promptTemplates;
+    const before = currentSystemMessage(this.agent.state.messages)?.sections ?? {};
+    const after = resourceSections(resources);
+    const patch = resourcePatch(Object.fromEntries(Object.entries(before).filter((entry): entry is [string, string] => entry[1] !== null)), after, this.now());
+    if (patch === undefined) return undefined;
+    this.agent.appendMessage(patch);
+    persistMessage(this.tree, patch);
+    await this.tree.flush();
+    return patch;
+    // #endregion
+  }
+
+  /** 把会话的动作交给扩展，把 Agent 的生命周期事件排队送给它们，最后送出 session_start。 */
+  private bindExtensions(runner: ExtensionRunner): void {
+    // #region lab 12.4
+    runner.bindActions({
+      sendMessage: (input) => void this.sendMessage(input),
+      appendEntry: (customType, data) => void this.appendEntry(customType, data),
+      toolsChanged: () => this.agent.setTools([...(this.options.tools ?? []), ...runner.tools]),
+    });
+    this.agent.subscribe((event) => {
+      const lifecycle = lifecycleEventOf(event);
+      if (lifecycle !== undefined) this.queueExtensionEvent(runner, lifecycle);
+    });
+    this.queueExtensionEvent(runner, { type: "session_start" });
+    // #endregion
+  }
+
+  // #region lab 12.4 辅助
+  /** runner.emit 从不 reject（处理器的异常都交给 onError），所以这条链不会断。 */
+  private queueExtensionEvent(runner: ExtensionRunner, event: LifecycleEvent): void {
+    this.extensionEvents = this.extensionEvents.then(() => runner.emit(event));
+  }
+  // #endregion
 
   get messages(): readonly AgentMessage[] {
     return this.agent.state.messages;
@@ -136,9 +257,25 @@ export class AgentSession {
       await this.executeBash(bash.command, { excludeFromContext: bash.excludeFromContext });
       return;
     }
+    if (typeof input === "string" && input.startsWith("/")) {
+      const expanded = await this.slash(input);
+      if (expanded === undefined) return this.flush();
+      input = expanded;
+    }
     if (shouldCompact(this.agent.state.messages, this.settings)) await this.compact();
     await this.agent.prompt(input);
-    await this.tree.flush();
+    await this.flush();
+  }
+
+  /** `/name 参数`：扩展命令优先（它处理了就交回 undefined），否则按提示模板展开；都不是就原样交回。 */
+  private async slash(input: string): Promise<string | undefined> {
+    // #region lab 12.6
+    const space = input.search(/\s/);
+    const name = space === -1 ? input.slice(1) : input.slice(1, space);
+    const args = space === -1 ? "" : input.slice(space + 1).trim();
+    if (this.options.extensions !== undefined && (await this.options.extensions.runCommand(name, args))) return undefined;
+    return expandPromptTemplate(input, this.templates);
+    // #endregion
   }
 
   /** 应用自己的状态：写一个 custom 条目。它不进 Agent 的 transcript，所以也到不了任何请求。 */
@@ -170,9 +307,10 @@ export class AgentSession {
     // #endregion
   }
 
-  /** 等排队中的写入全部落盘。 */
-  flush(): Promise<void> {
-    return this.tree.flush();
+  /** 等排队中的扩展事件送达、写入全部落盘。 */
+  async flush(): Promise<void> {
+    await this.extensionEvents;
+    await this.tree.flush();
   }
 
   private get settings(): CompactionSettings {

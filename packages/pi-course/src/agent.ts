@@ -10,7 +10,9 @@
 
 import {
   runAgentLoop,
+  type AfterToolCall,
   type AgentEvent,
+  type BeforeToolCall,
   type ConvertToLlm,
   type TransformContext,
 } from "./agent-loop.js";
@@ -39,6 +41,9 @@ export interface AgentOptions {
   transformContext?: TransformContext;
   /** 省略时用 defaultConvertToLlm：应用自己的角色会被悄悄丢掉。 */
   convertToLlm?: ConvertToLlm;
+  /** 每次执行工具之前 / 之后（第 12 章：扩展的 tool_call 与 tool_result 就接在这里）。 */
+  beforeToolCall?: BeforeToolCall;
+  afterToolCall?: AfterToolCall;
   maxSteps?: number;
   /** Agent 自己写的消息（用户消息、工具变化）用它取时间戳；测试传入固定值。 */
   now?: () => number;
@@ -273,6 +278,8 @@ export class Agent {
         signal: run.controller.signal,
         ...(this.options.transformContext ? { transformContext: this.options.transformContext } : {}),
         ...(this.options.convertToLlm ? { convertToLlm: this.options.convertToLlm } : {}),
+        ...(this.options.beforeToolCall ? { beforeToolCall: this.options.beforeToolCall } : {}),
+        ...(this.options.afterToolCall ? { afterToolCall: this.options.afterToolCall } : {}),
         ...(this.options.maxSteps !== undefined ? { maxSteps: this.options.maxSteps } : {}),
         now: this.now,
         onEvent: (event) => this.receive(run, event, incoming),

@@ -1,0 +1,541 @@
+import assert from "node:assert/strict";
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { after, test } from "node:test";
+
+import { AgentSession } from "../src/agent-session.js";
+import { readTool } from "../src/coding-tools.js";
+import { loadExtensions } from "../src/extension-loader.js";
+import {
+  extensionFromFactory,
+  ExtensionRunner,
+  REMOVED_LEADING_SYSTEM_MESSAGE,
+  type ExtensionError,
+  type ExtensionFactory,
+} from "../src/extensions.js";
+import {
+  expandPromptTemplate,
+  loadContextFiles,
+  loadPromptTemplates,
+  loadResources,
+  parseCommandArgs,
+  resourcePatch,
+  resourceSections,
+  substituteArgs,
+  type ResourceDiagnostic,
+  type Resources,
+} from "../src/resources.js";
+import { s } from "../src/schema.js";
+import { ScriptedModel, type ScriptedTurn } from "../src/scripted-model.js";
+import { InMemorySessionStore } from "../src/session-store.js";
+import { SessionTree } from "../src/session-tree.js";
+import { defineTool, type AgentTool } from "../src/tools.js";
+import { currentSystemMessage, systemMessageText, text, type AgentContext, type AssistantContent, type AgentMessage, type Message } from "../src/types.js";
+import { Workspace } from "../src/workspace.js";
+
+// ── 场景 ────────────────────────────────────────────────────────
+
+const temps: string[] = [];
+after(async () => {
+  for (const dir of temps) await rm(dir, { recursive: true, force: true });
+});
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "pi-course-12-"));
+  temps.push(dir);
+  return dir;
+}
+
+/** 按相对路径写一组文件（父目录自动创建）。 */
+async function writeFiles(root: string, files: Record<string, string | Uint8Array>): Promise<void> {
+  for (const [name, body] of Object.entries(files)) {
+    const file = path.join(root, name);
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, body);
+  }
+}
+
+function reply(...content: AssistantContent[]): ScriptedTurn {
+  const calls = content.some((block) => block.type === "toolCall");
+  return { kind: "reply", content, stopReason: calls ? "toolUse" : "stop" };
+}
+
+function call(id: string, name: string, args: Record<string, unknown>) {
+  return { type: "toolCall" as const, id, name, arguments: args };
+}
+
+function counter(): () => string {
+  let next = 0;
+  return () => `e${++next}`;
+}
+
+function noResources(overrides: Partial<Resources> = {}): Resources {
+  return { contextFiles: [], skills: [], promptTemplates: [], diagnostics: [], ...overrides };
+}
+
+interface Scene {
+  session: AgentSession;
+  model: ScriptedModel;
+  store: InMemorySessionStore;
+  errors: ExtensionError[];
+}
+
+/** 一个会话：内存里的会话文件、脚本模型、可选的资源、扩展和工具。 */
+async function scene(
+  turns: ScriptedTurn[],
+  options: { factories?: ExtensionFactory[]; tools?: AgentTool<any>[]; resources?: Resources; store?: InMemorySessionStore } = {},
+): Promise<Scene> {
+  const errors: ExtensionError[] = [];
+  const store = options.store ?? new InMemorySessionStore();
+  const model = new ScriptedModel(turns, { now: () => 2_000 });
+  const extensions = await Promise.all((options.factories ?? []).map((factory, index) => extensionFromFactory(`ext-${index + 1}.ts`, factory)));
+  const runner = extensions.length > 0 ? new ExtensionRunner(extensions, { cwd: "/project", onError: (error) => errors.push(error) }) : undefined;
+  const session = new AgentSession({
+    tree: await SessionTree.open(store, { now: () => 1_000, newId: counter() }),
+    model,
+    systemPrompt: "你是一个编程助手。",
+    now: () => 1_000,
+    ...(options.tools ? { tools: options.tools } : {}),
+    ...(options.resources ? { resources: options.resources } : {}),
+    ...(runner ? { extensions: runner } : {}),
+  });
+  return { session, model, store, errors };
+}
+
+function lastUserText(request: AgentContext | undefined): string {
+  const user = [...(request?.messages ?? [])].reverse().find((message) => message.role === "user");
+  assert.ok(user !== undefined && user.role === "user", "请求里应当有 user 消息");
+  return user.content.map((block) => block.text).join("");
+}
+
+function resultText(message: Message | AgentMessage | undefined): string {
+  assert.ok(message !== undefined && message.role === "toolResult", `应当是一条工具结果：${JSON.stringify(message)}`);
+  return message.content.map((block) => block.text).join("");
+}
+
+/** 一个记下自己被执行了几次的工具。 */
+function echoTool(log: string[]): AgentTool<{ say: string }> {
+  return defineTool({
+    name: "echo",
+    description: "原样交回 say",
+    parameters: s.object({ say: s.string("要说的话") }),
+    async execute({ say }) {
+      log.push(say);
+      return { content: [text(`echo:${say}`)], details: { said: say } };
+    },
+  });
+}
+
+// ── 12.1 上下文文件 ─────────────────────────────────────────────
+
+test("12.1 从 cwd 往上走到 stopAt 为止：每层一份，外层在前、最近的在后；同一层 AGENTS.md 优先，没有才用 CLAUDE.md", async () => {
+  const root = await tempDir();
+  await writeFiles(root, {
+    "AGENTS.md": "stopAt 之外，不该读到",
+    "a/CLAUDE.md": "a 层的规则",
+    "a/b/AGENTS.md": "b 层的规则",
+    "a/b/CLAUDE.md": "同一层有 AGENTS.md，不该读到",
+  });
+  await mkdir(path.join(root, "a/b/c"), { recursive: true });
+  const files = await loadContextFiles(path.join(root, "a/b/c"), { stopAt: path.join(root, "a") });
+  assert.deepEqual(
+    files.map((file) => [path.relative(root, file.path), file.content]),
+    [
+      [path.join("a", "CLAUDE.md"), "a 层的规则"],
+      [path.join("a", "b", "AGENTS.md"), "b 层的规则"],
+    ],
+  );
+});
+
+test("12.1 不给 stopAt 就走到文件系统根：更外层的文件（机器上也许有）排在前面，工作目录这一层排在最后", async () => {
+  const root = await tempDir();
+  await writeFiles(root, { "AGENTS.md": "外层", "inner/AGENTS.md": "内层" });
+  const files = await loadContextFiles(path.join(root, "inner"));
+  // 只比较相对顺序：临时目录之上也许真有一份 AGENTS.md，它只能出现在更前面。
+  assert.deepEqual(files.slice(-2).map((file) => file.content), ["外层", "内层"]);
+});
+
+test("12.1 坏的上下文文件只是一条诊断：不是 UTF-8、超过上限、绕成环的符号链接都跳过，别的层照常读", async () => {
+  const root = await tempDir();
+  await writeFiles(root, {
+    "AGENTS.md": new Uint8Array([0xff, 0xfe, 0x41]),
+    "a/AGENTS.md": "x".repeat(100),
+    "a/b/c/AGENTS.md": "好的那一份",
+  });
+  await symlink("AGENTS.md", path.join(root, "a/b/AGENTS.md"));
+  const diagnostics: ResourceDiagnostic[] = [];
+  const files = await loadContextFiles(path.join(root, "a/b/c"), { stopAt: root, maxContextBytes: 50, diagnostics });
+  assert.deepEqual(files.map((file) => file.content), ["好的那一份"]);
+  const byFile = diagnostics.map((item) => [path.relative(root, item.path), item.message]);
+  assert.equal(byFile.length, 3, JSON.stringify(byFile));
+  assert.match(byFile[0]![1]!, /UTF-8/);
+  assert.match(byFile[1]![1]!, /100 字节/);
+  assert.match(byFile[2]![1]!, /环/);
+});
+
+// ── 12.2 技能与提示模板 ─────────────────────────────────────────
+
+test("12.2 技能只交出名字、说明和正文路径；front matter 写坏或缺 description 的技能变成诊断，不让加载失败", async () => {
+  const root = await tempDir();
+  await writeFiles(root, {
+    ".pi/skills/deploy/SKILL.md": "---\nname: ship-it\ndescription: \"发布一个新版本\"\n---\n# 发布\n第一步……",
+    ".pi/skills/lint/SKILL.md": "---\ndescription: 修好 lint 报错\n---\n正文",
+    ".pi/skills/broken/SKILL.md": "---\nname: broken\ndescription: 没有结尾\n",
+    ".pi/skills/silent/SKILL.md": "---\nname: silent\n---\n正文",
+  });
+  const resources = await loadResources({ cwd: root, stopAt: root });
+  assert.deepEqual(
+    resources.skills.map((skill) => [skill.name, skill.description, path.basename(skill.baseDir), path.basename(skill.filePath)]),
+    [
+      ["ship-it", "发布一个新版本", "deploy", "SKILL.md"],
+      ["lint", "修好 lint 报错", "lint", "SKILL.md"],
+    ],
+  );
+  assert.deepEqual(resources.diagnostics.map((item) => path.basename(path.dirname(item.path))), ["broken", "silent"]);
+  assert.match(resources.diagnostics[0]!.message, /结尾/);
+  assert.match(resources.diagnostics[1]!.message, /description/);
+});
+
+test("12.2 `/name 参数` 按 shell 的引号切参数（空参数不算），$1 $@ $ARGUMENTS ${@:N} 一次替换完；不认识的 /name 原样交回", () => {
+  assert.deepEqual(parseCommandArgs(`src/a.ts  "两个 词" 'it''s' ""`), ["src/a.ts", "两个 词", "its"]);
+  assert.equal(substituteArgs("看 $1 和 $2，缺的 [$3]；全部：$@ / $ARGUMENTS；从第二个起：${@:2}；${@:1:1}", ["a", "b c"]), "看 a 和 b c，缺的 []；全部：a b c / a b c；从第二个起：b c；a");
+  // 参数里恰好写着 $1：只替换一遍，不会再被展开。
+  assert.equal(substituteArgs("[$1][$2]", ["$2", "x"]), "[$2][x]");
+  const templates = [{ name: "review", description: "审查", content: "请审查 $1，重点看 $2。", filePath: "/p/review.md" }];
+  assert.equal(expandPromptTemplate(`/review src/a.ts "错误处理"`, templates), "请审查 src/a.ts，重点看 错误处理。");
+  assert.equal(expandPromptTemplate("/unknown x", templates), "/unknown x");
+  assert.equal(expandPromptTemplate("review src/a.ts", templates), "review src/a.ts");
+});
+
+test("12.2 提示模板从 .pi/prompts 读出：名字是文件名，description 可省（取正文第一个非空行），front matter 不进正文", async () => {
+  const root = await tempDir();
+  await writeFiles(root, {
+    ".pi/prompts/review.md": "---\ndescription: 审查一个文件\n---\n请审查 $1。",
+    ".pi/prompts/explain.md": "\n解释 $@ 的作用。\n更多说明",
+    ".pi/prompts/notes.txt": "不是模板",
+  });
+  const templates = await loadPromptTemplates(root);
+  assert.deepEqual(
+    templates.map((template) => [template.name, template.description, template.content]),
+    [
+      ["explain", "解释 $@ 的作用。", "\n解释 $@ 的作用。\n更多说明"],
+      ["review", "审查一个文件", "请审查 $1。"],
+    ],
+  );
+});
+
+// ── 12.3 具名段落与补丁 ─────────────────────────────────────────
+
+test("12.3 每种资源一个具名段落；补丁只写变了的段，没了的写 null，什么都没变就没有补丁", () => {
+  const one = noResources({ contextFiles: [{ path: "/p/AGENTS.md", content: "用中文回答" }] });
+  const two = noResources({
+    contextFiles: [{ path: "/p/AGENTS.md", content: "用中文回答" }],
+    skills: [{ name: "deploy", description: "发布", filePath: "/p/.pi/skills/deploy/SKILL.md", baseDir: "/p/.pi/skills/deploy" }],
+  });
+  const before = resourceSections(one);
+  const afterReload = resourceSections(two);
+  assert.deepEqual(Object.keys(before), ["project-context"]);
+  assert.match(before["project-context"]!, /用中文回答/);
+  assert.match(afterReload["skills"]!, /deploy：发布/);
+  assert.match(afterReload["skills"]!, /\/p\/\.pi\/skills\/deploy\/SKILL\.md/);
+  assert.deepEqual(resourcePatch(before, afterReload, 5), { role: "system", content: "", sections: { skills: afterReload["skills"]! }, timestamp: 5 });
+  assert.deepEqual(resourcePatch(afterReload, before, 6)?.sections, { skills: null });
+  assert.equal(resourcePatch(before, resourceSections(one), 7), undefined);
+});
+
+test("12.3 新会话的第一条 system 带着段落：模型只读到技能的说明，正文要它自己用 read 工具去读", { timeout: 2_000 }, async () => {
+  const root = await tempDir();
+  await writeFiles(root, { "AGENTS.md": "项目用 pnpm", ".pi/skills/deploy/SKILL.md": "---\ndescription: 发布新版本\n---\n先跑 release.sh" });
+  const resources = await loadResources({ cwd: root, stopAt: root });
+  const skillPath = resources.skills[0]!.filePath;
+  const { session, model } = await scene(
+    [reply(call("c1", "read", { path: skillPath })), reply(text("照做"))],
+    { resources, tools: [readTool(await Workspace.open(root))] },
+  );
+  const first = session.messages[0];
+  assert.ok(first?.role === "system");
+  assert.equal(first.content, "你是一个编程助手。");
+  assert.deepEqual(Object.keys(first.sections ?? {}), ["project-context", "skills"]);
+  await session.prompt("发布一下");
+  const prompt = systemMessageText(currentSystemMessage(model.requests[0]!.messages)!);
+  assert.match(prompt, /项目用 pnpm/);
+  assert.match(prompt, /发布新版本/);
+  assert.doesNotMatch(prompt, /release\.sh/);
+  assert.match(resultText(model.requests[1]!.messages.at(-1)), /先跑 release\.sh/);
+});
+
+test("12.3 重新加载资源追加一条 sections 补丁：写下的第一条不动，重放出的 prompt 换新；恢复会话后照样生效", { timeout: 2_000 }, async () => {
+  const v1 = noResources({ contextFiles: [{ path: "/p/AGENTS.md", content: "旧规则" }] });
+  const v2 = noResources({ contextFiles: [{ path: "/p/AGENTS.md", content: "新规则" }] });
+  const { session, model, store } = await scene([reply(text("好"))], { resources: v1 });
+  const first = structuredClone(session.messages[0]);
+  assert.equal(await session.reloadResources(v1), undefined, "没有变化就不写补丁");
+  const patch = await session.reloadResources(v2);
+  assert.deepEqual(Object.keys(patch?.sections ?? {}), ["project-context"]);
+  assert.equal(patch?.content, "");
+  assert.deepEqual(session.messages[0], first);
+  await session.prompt("继续");
+  const prompt = systemMessageText(currentSystemMessage(model.requests[0]!.messages)!);
+  assert.match(prompt, /新规则/);
+  assert.doesNotMatch(prompt, /旧规则/);
+  const resumed = new AgentSession({ tree: await SessionTree.open(store), model: new ScriptedModel([]) });
+  assert.match(resumed.agent.systemPrompt ?? "", /新规则/);
+  assert.equal(resumed.messages.filter((message) => message.role === "system").length, 2);
+});
+
+// ── 12.4 扩展运行器 ─────────────────────────────────────────────
+
+test("12.4 处理器按登记顺序运行：先按扩展的顺序，同一个扩展里按 on() 的先后", async () => {
+  const log: string[] = [];
+  const first = await extensionFromFactory("a.ts", (pi) => {
+    pi.on("turn_start", () => void log.push("a1"));
+    pi.on("turn_start", async () => {
+      await new Promise((resolve) => setImmediate(resolve));
+      log.push("a2");
+    });
+  });
+  const second = await extensionFromFactory("b.ts", (pi) => pi.on("turn_start", () => void log.push("b1")));
+  await new ExtensionRunner([first, second]).emit({ type: "turn_start", step: 1 });
+  assert.deepEqual(log, ["a1", "a2", "b1"]);
+});
+
+test("12.4 处理器抛出只是一条写明文件与事件的错误：后面的处理器照样运行，Agent 照样答完", { timeout: 2_000 }, async () => {
+  const log: string[] = [];
+  const { session, errors } = await scene([reply(text("答完了"))], {
+    factories: [
+      (pi) => {
+        pi.on("agent_start", () => {
+          throw new Error("坏了");
+        });
+      },
+      (pi) => pi.on("agent_start", () => void log.push("第二个扩展照样收到")),
+    ],
+  });
+  await session.prompt("你好");
+  assert.deepEqual(log, ["第二个扩展照样收到"]);
+  assert.deepEqual(errors, [{ extensionPath: "ext-1.ts", event: "agent_start", error: "坏了" }]);
+  assert.equal(session.agent.state.error, undefined);
+  assert.equal(session.messages.at(-1)?.role, "assistant");
+});
+
+test("12.4 tool_call 交回 block：工具不执行，reason 成为那条工具结果；抛出的守卫也算拦下", { timeout: 2_000 }, async () => {
+  const executed: string[] = [];
+  const { session, model, errors } = await scene(
+    [reply(call("c1", "echo", { say: "rm -rf" }), call("c2", "echo", { say: "boom" }), call("c3", "echo", { say: "ok" })), reply(text("好"))],
+    {
+      tools: [echoTool(executed)],
+      factories: [
+        (pi) =>
+          pi.on("tool_call", (event) => {
+            const say = (event.input as { say: string }).say;
+            if (say === "rm -rf") return { block: true, reason: "不许删库" };
+            if (say === "boom") throw new Error("守卫自己坏了");
+            return undefined;
+          }),
+      ],
+    },
+  );
+  await session.prompt("动手");
+  assert.deepEqual(executed, ["ok"]);
+  const results = model.requests[1]!.messages.filter((message) => message.role === "toolResult");
+  assert.deepEqual(results.map((message) => [message.toolCallId, message.isError]), [["c1", true], ["c2", true], ["c3", false]]);
+  assert.equal(resultText(results[0]), "不许删库");
+  assert.match(resultText(results[1]), /守卫自己坏了/);
+  assert.deepEqual(errors.map((error) => [error.extensionPath, error.event]), [["ext-1.ts", "tool_call"]]);
+});
+
+test("12.4 tool_result 依次改写结果：后一个处理器看到前一个的改动，模型读到、会话存下的都是改写后的", { timeout: 2_000 }, async () => {
+  const { session, model, store } = await scene([reply(call("c1", "echo", { say: "hi" })), reply(text("好"))], {
+    tools: [echoTool([])],
+    factories: [
+      (pi) => pi.on("tool_result", (event) => ({ content: [text(`${event.content[0]!.text}!`)] })),
+      (pi) => pi.on("tool_result", (event) => ({ content: [text(`[${event.content[0]!.text}]`)], isError: true })),
+    ],
+  });
+  await session.prompt("说 hi");
+  const result = model.requests[1]!.messages.at(-1);
+  assert.equal(resultText(result), "[echo:hi!]");
+  assert.equal(result?.role === "toolResult" && result.isError, true);
+  assert.deepEqual(result?.role === "toolResult" && result.details, { said: "hi" }, "没交回的字段保持原样");
+  assert.ok(store.text.some((line) => line.includes("[echo:hi!]")));
+});
+
+test("12.4 生命周期事件按发生顺序送达：session_start 在前，每个 turn 有开始和结束，agent_end 收尾", { timeout: 2_000 }, async () => {
+  const log: string[] = [];
+  const record: ExtensionFactory = (pi) => {
+    pi.on("session_start", () => void log.push("session_start"));
+    pi.on("agent_start", () => void log.push("agent_start"));
+    pi.on("turn_start", (event) => void log.push(`turn_start ${event.step}`));
+    pi.on("turn_end", (event) => void log.push(`turn_end ${event.toolResults.length}`));
+    pi.on("agent_end", (event) => void log.push(`agent_end ${event.messages.length}`));
+  };
+  const { session } = await scene([reply(call("c1", "echo", { say: "x" })), reply(text("好"))], { tools: [echoTool([])], factories: [record] });
+  await session.prompt("开始");
+  assert.deepEqual(log, ["session_start", "agent_start", "turn_start 1", "turn_end 1", "turn_start 2", "turn_end 0", "agent_end 3"]);
+});
+
+// ── 12.5 context 与 context_with_system ────────────────────────
+
+test("12.5 context 看不到 system：它交回的对话进这一次请求，system 头被放回最前面；会话里一条都没多、一条都没少", { timeout: 2_000 }, async () => {
+  const seen: string[][] = [];
+  const { session, model, store } = await scene([reply(text("一")), reply(text("二"))], {
+    factories: [
+      (pi) =>
+        pi.on("context", (event) => {
+          seen.push(event.messages.map((message) => message.role));
+          // 只留最后一条，再注入一条提醒：这只是这一次请求的样子。
+          const note = { role: "user" as const, content: [text("（提醒：只看最后一句）")], timestamp: 3 };
+          return { messages: [note, ...event.messages.slice(-1)] };
+        }),
+    ],
+  });
+  await session.prompt("第一句");
+  await session.prompt("第二句");
+  assert.deepEqual(seen, [["user"], ["user", "assistant", "user"]]);
+  const request = model.requests[1]!.messages;
+  assert.deepEqual(request.map((message) => message.role), ["system", "user", "user"]);
+  const head = request[0];
+  assert.ok(head?.role === "system", "请求应当以 system 开头");
+  assert.equal(systemMessageText(head), "你是一个编程助手。");
+  assert.equal(lastUserText(model.requests[1]), "第二句");
+  assert.deepEqual(session.messages.map((message) => message.role), ["system", "user", "assistant", "user", "assistant"]);
+  assert.ok(!store.text.some((line) => line.includes("提醒")), "注入的消息不该写进会话");
+  assert.equal(store.text.length, 5);
+});
+
+test("12.5 context 就地改 event.messages 也算数，改的是副本；没有改动时请求与 transcript 逐条相同（后来的 system 补丁也在原位）", { timeout: 2_000 }, async () => {
+  let mode: "edit" | "nothing" = "edit";
+  const v1 = noResources({ contextFiles: [{ path: "/p/AGENTS.md", content: "旧规则" }] });
+  const { session, model } = await scene([reply(text("一")), reply(text("二"))], {
+    resources: v1,
+    factories: [
+      (pi) =>
+        pi.on("context", (event) => {
+          if (mode === "nothing") return;
+          const first = event.messages[0];
+          if (first?.role === "user") first.content = [text("替换后的问题")];
+          event.messages.push({ role: "user", content: [text("就地追加的一句")], timestamp: 4 });
+        }),
+    ],
+  });
+  await session.prompt("原来的问题");
+  assert.deepEqual(model.requests[0]!.messages.map((message) => message.role), ["system", "user", "user"]);
+  assert.equal(lastUserText(model.requests[0]), "就地追加的一句");
+  const asked = model.requests[0]!.messages[1];
+  assert.equal(asked?.role === "user" && asked.content[0]?.text, "替换后的问题");
+  assert.equal(session.messages[1]?.role === "user" && session.messages[1].content[0]?.text, "原来的问题", "transcript 里的消息不能被处理器改到");
+  mode = "nothing";
+  await session.reloadResources(noResources({ contextFiles: [{ path: "/p/AGENTS.md", content: "新规则" }] }));
+  await session.prompt("再问");
+  assert.deepEqual(model.requests[1]!.messages, session.messages.slice(0, -1));
+});
+
+test("12.5 context_with_system 看到完整的 transcript，它的输出就是请求：加的段落只在这一次请求里，会话里没有", { timeout: 2_000 }, async () => {
+  const { session, model, store, errors } = await scene([reply(text("好"))], {
+    factories: [
+      (pi) =>
+        pi.on("context_with_system", (event) => {
+          const head = currentSystemMessage(event.messages)!;
+          const rest = event.messages.filter((message) => message.role !== "system");
+          return { messages: [{ ...head, sections: { ...head.sections, clock: "现在是测试时间" } }, ...rest] };
+        }),
+    ],
+  });
+  await session.prompt("几点了");
+  assert.match(systemMessageText(currentSystemMessage(model.requests[0]!.messages)!), /现在是测试时间/);
+  assert.doesNotMatch(session.agent.systemPrompt ?? "", /测试时间/);
+  assert.ok(!store.text.some((line) => line.includes("测试时间")));
+  assert.deepEqual(errors, []);
+});
+
+test("12.5 context_with_system 拿掉开头的 system：报出上游的原句（带文件与事件），输出照样生效", { timeout: 2_000 }, async () => {
+  const { session, model, errors } = await scene([reply(text("好"))], {
+    factories: [(pi) => pi.on("context_with_system", (event) => ({ messages: event.messages.filter((message) => message.role !== "system") }))],
+  });
+  await session.prompt("你好");
+  assert.deepEqual(model.requests[0]!.messages.map((message) => message.role), ["user"]);
+  assert.deepEqual(errors, [{ extensionPath: "ext-1.ts", event: "context_with_system", error: REMOVED_LEADING_SYSTEM_MESSAGE }]);
+  assert.equal(session.messages[0]?.role, "system", "transcript 里的 system 还在");
+});
+
+// ── 12.6 加载器、命令与工具 ─────────────────────────────────────
+
+test("12.6 .pi/extensions 里的 .ts 与 .js 按文件名顺序加载：带类型标注的 .ts 在每条 Node 线上都能加载", { timeout: 5_000 }, async () => {
+  const root = await tempDir();
+  const dir = path.join(root, ".pi/extensions");
+  await writeFiles(dir, {
+    "b-plain.js": "export default function (pi) { pi.on('turn_start', () => { globalThis.__order12.push('b'); }); }\n",
+    "a-typed.ts": "interface Note { text: string }\nconst note: Note = { text: 'a' };\nexport default function (pi: { on(event: string, handler: () => void): void }): void {\n  pi.on('turn_start', () => { (globalThis as any).__order12.push(note.text); });\n}\n",
+    "README.md": "不是扩展",
+  });
+  const loaded = await loadExtensions(dir);
+  assert.deepEqual(loaded.errors, []);
+  assert.deepEqual(loaded.extensions.map((extension) => path.basename(extension.path)), ["a-typed.ts", "b-plain.js"]);
+  (globalThis as { __order12?: string[] }).__order12 = [];
+  await new ExtensionRunner(loaded.extensions).emit({ type: "turn_start", step: 1 });
+  assert.deepEqual((globalThis as { __order12?: string[] }).__order12, ["a", "b"]);
+  assert.deepEqual(await loadExtensions(path.join(root, "没有这个目录")), { extensions: [], errors: [] });
+});
+
+test("12.6 坏扩展只是一条带文件名的 load 错误：导入失败、default 不是函数、工厂抛出、工厂一直不结束，别的扩展照样加载", { timeout: 1_000 }, async () => {
+  const dir = await tempDir();
+  await writeFiles(dir, {
+    "1-syntax.js": "export default function (pi) {\n",
+    "2-no-default.js": "export default { name: '不是函数' };\n",
+    "3-throws.js": "export default function () { throw new Error('初始化失败'); }\n",
+    "4-hangs.js": "export default function () { return new Promise(() => {}); }\n",
+    "5-good.js": "export default function (pi) { pi.registerCommand('hi', { handler() {} }); }\n",
+  });
+  const loaded = await loadExtensions(dir, { timeoutMs: 50 });
+  assert.deepEqual(loaded.extensions.map((extension) => path.basename(extension.path)), ["5-good.js"]);
+  assert.deepEqual(loaded.errors.map((error) => [path.basename(error.extensionPath), error.event]), [
+    ["1-syntax.js", "load"],
+    ["2-no-default.js", "load"],
+    ["3-throws.js", "load"],
+    ["4-hangs.js", "load"],
+  ]);
+  assert.match(loaded.errors[1]!.error, /default/);
+  assert.match(loaded.errors[2]!.error, /初始化失败/);
+  assert.match(loaded.errors[3]!.error, /50 ms/);
+});
+
+test("12.6 `/name`：扩展命令先处理（不问模型），它不认识的再按提示模板展开；命令里的 sendMessage 与 appendEntry 就是会话自己的", { timeout: 2_000 }, async () => {
+  const templates = [{ name: "review", description: "审查", content: "请审查 $1。", filePath: "/p/review.md" }];
+  const { session, model, store } = await scene([reply(text("审查完了"))], {
+    resources: noResources({ promptTemplates: templates }),
+    factories: [
+      (pi) =>
+        pi.registerCommand("note", {
+          description: "记一笔",
+          handler(args) {
+            pi.appendEntry("note", { args });
+            pi.sendMessage({ customType: "note", content: `备注：${args}`, display: true });
+          },
+        }),
+    ],
+  });
+  await session.prompt("/note 先看测试");
+  assert.equal(model.requests.length, 0);
+  const kinds = store.text.map((line) => (JSON.parse(line) as { type: string }).type);
+  assert.deepEqual(kinds, ["message", "custom", "custom_message"]);
+  await session.prompt("/review src/a.ts");
+  assert.equal(lastUserText(model.requests[0]), "请审查 src/a.ts。");
+  assert.ok(model.requests[0]!.messages.some((message) => message.role === "user" && message.content[0]?.text === "备注：先看测试"));
+});
+
+test("12.6 registerTool 登记的工具进工具集：加载时登记的和之后登记的，模型都能调用", { timeout: 2_000 }, async () => {
+  const log: string[] = [];
+  const { session, model } = await scene([reply(call("c1", "echo", { say: "a" }), call("c2", "late", { say: "b" })), reply(text("好"))], {
+    factories: [
+      (pi) => {
+        pi.registerTool(echoTool(log));
+        pi.on("session_start", () => pi.registerTool({ ...echoTool(log), name: "late" }));
+      },
+    ],
+  });
+  await session.flush();
+  await session.prompt("用工具");
+  assert.deepEqual(model.requests[0]!.tools?.map((tool) => tool.name), ["echo", "late"]);
+  assert.deepEqual(log, ["a", "b"]);
+});
