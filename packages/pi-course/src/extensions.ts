@@ -153,9 +153,16 @@ export interface ExtensionRunnerOptions {
   onError?: (error: ExtensionError) => void;
 }
 
-/** 上游 pi 的原句：处理器把开头的 system 消息弄丢了。照样报出，照样用处理器的输出。 */
-export const REMOVED_LEADING_SYSTEM_MESSAGE =
-  "Handler removed the leading system message; the request has no prompt or initial tool declarations. Keep it at index 0 or replace a dropped prefix with getCurrentSystemMessage().";
+/**
+ * 上游 pi 的原句（逐字相同，日志和上游的测试都按它匹配）：处理器把开头的 system 消息弄丢了。
+ * 照样报出，照样用处理器的输出。分成几段只是为了每行不太长。
+ */
+export const REMOVED_LEADING_SYSTEM_MESSAGE = [
+  "Handler removed the leading system message;",
+  "the request has no prompt or initial tool declarations.",
+  "Keep it at index 0 or replace a dropped prefix with",
+  "getCurrentSystemMessage().",
+].join(" ");
 
 // ── 扩展与它的 API ──────────────────────────────────────────────
 
@@ -320,10 +327,11 @@ export class ExtensionRunner {
     if (!this.hasHandlers("context")) return messages;
     // #region lab 12.5
     const original = withoutSystem(messages);
-    let visible = structuredClone(original);
+    let visible = original;
     for (const [extension, handler] of this.handlersOf("context")) {
       try {
-        const event: ContextEvent = { type: "context", messages: visible };
+        // 每个处理器拿一份深拷贝：它就地改的是副本，transcript 里的消息对象一个都碰不到。
+        const event: ContextEvent = { type: "context", messages: structuredClone(visible) };
         const result = await handler(event, this.ctx);
         visible = result?.messages ?? event.messages;
       } catch (error) {

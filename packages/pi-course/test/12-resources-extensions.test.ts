@@ -394,10 +394,10 @@ test("12.5 context 看不到 system：它交回的对话进这一次请求，sys
   await session.prompt("第二句");
   assert.deepEqual(seen, [["user"], ["user", "assistant", "user"]]);
   const request = model.requests[1]!.messages;
-  assert.deepEqual(request.map((message) => message.role), ["system", "user", "user"]);
   const head = request[0];
   assert.ok(head?.role === "system", "请求应当以 system 开头");
   assert.equal(systemMessageText(head), "你是一个编程助手。");
+  assert.deepEqual(request.map((message) => message.role), ["system", "user", "user"]);
   assert.equal(lastUserText(model.requests[1]), "第二句");
   assert.deepEqual(session.messages.map((message) => message.role), ["system", "user", "assistant", "user", "assistant"]);
   assert.ok(!store.text.some((line) => line.includes("提醒")), "注入的消息不该写进会话");
@@ -456,6 +456,11 @@ test("12.5 context_with_system 拿掉开头的 system：报出上游的原句（
   await session.prompt("你好");
   assert.deepEqual(model.requests[0]!.messages.map((message) => message.role), ["user"]);
   assert.deepEqual(errors, [{ extensionPath: "ext-1.ts", event: "context_with_system", error: REMOVED_LEADING_SYSTEM_MESSAGE }]);
+  // 上游的原句，逐字：开头、中间、结尾各核对一段。
+  assert.ok(REMOVED_LEADING_SYSTEM_MESSAGE.startsWith("Handler removed the leading system message; "));
+  assert.ok(REMOVED_LEADING_SYSTEM_MESSAGE.includes(" the request has no prompt or initial tool declarations. "));
+  assert.ok(REMOVED_LEADING_SYSTEM_MESSAGE.includes(" declarations. Keep it at index 0 or replace "));
+  assert.ok(REMOVED_LEADING_SYSTEM_MESSAGE.endsWith(" a dropped prefix with getCurrentSystemMessage()."));
   assert.equal(session.messages[0]?.role, "system", "transcript 里的 system 还在");
 });
 
@@ -465,6 +470,8 @@ test("12.6 .pi/extensions 里的 .ts 与 .js 按文件名顺序加载：带类�
   const root = await tempDir();
   const dir = path.join(root, ".pi/extensions");
   await writeFiles(dir, {
+    // 写明 ESM：较早的 Node 20 不会自己认出 .js 里的 export 语法。
+    "package.json": '{ "type": "module" }',
     "b-plain.js": "export default function (pi) { pi.on('turn_start', () => { globalThis.__order12.push('b'); }); }\n",
     "a-typed.ts": "interface Note { text: string }\nconst note: Note = { text: 'a' };\nexport default function (pi: { on(event: string, handler: () => void): void }): void {\n  pi.on('turn_start', () => { (globalThis as any).__order12.push(note.text); });\n}\n",
     "README.md": "不是扩展",
@@ -478,9 +485,10 @@ test("12.6 .pi/extensions 里的 .ts 与 .js 按文件名顺序加载：带类�
   assert.deepEqual(await loadExtensions(path.join(root, "没有这个目录")), { extensions: [], errors: [] });
 });
 
-test("12.6 坏扩展只是一条带文件名的 load 错误：导入失败、default 不是函数、工厂抛出、工厂一直不结束，别的扩展照样加载", { timeout: 1_000 }, async () => {
+test("12.6 坏扩展只是一条带文件名的 load 错误：导入失败、default 不是函数、工厂抛出、工厂一直不结束，别的扩展照样加载", { timeout: 2_000 }, async () => {
   const dir = await tempDir();
   await writeFiles(dir, {
+    "package.json": '{ "type": "module" }',
     "1-syntax.js": "export default function (pi) {\n",
     "2-no-default.js": "export default { name: '不是函数' };\n",
     "3-throws.js": "export default function () { throw new Error('初始化失败'); }\n",
