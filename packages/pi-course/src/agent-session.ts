@@ -172,7 +172,11 @@ export class AgentSession {
       convertToLlm,
       now: this.now,
     });
-    if (history.length === 0 && options.resources !== undefined) this.seedResources(options.resources);
+    if (options.resources !== undefined) {
+      // 新会话：段落写进第一条 system；续接的会话：资源可能在两次运行之间变了，差异写成一条补丁。
+      if (history.length === 0) this.seedResources(options.resources);
+      else this.patchResources(options.resources);
+    }
     // 新会话：构造时写下的第一条 system message 不经过事件，这里补进记录。
     if (history.length === 0) for (const message of this.agent.state.messages) persistMessage(this.tree, message);
     // 之后的每一条（用户的输入、模型的回答、工具结果）都在 message_end 时落进记录。
@@ -202,16 +206,22 @@ export class AgentSession {
    * 没有变化就不写；交回写下的补丁。运行中拒绝。
    */
   async reloadResources(resources: Resources): Promise<SystemMessage | undefined> {
-    // #region lab 12.3
     if (this.agent.state.status === "running") throw new Error("Agent 正在运行：运行中不能重新加载资源。请先 await session.agent.waitForIdle()。");
+    const patch = this.patchResources(resources);
+    await this.tree.flush();
+    return patch;
+  }
+
+  /** 与重放出的段落比较，有变化就追加并记下一条补丁（写盘排在树的队列里）。 */
+  private patchResources(resources: Resources): SystemMessage | undefined {
+    // #region lab 12.3
     this.templates = resources.promptTemplates;
     const before = currentSystemMessage(this.agent.state.messages)?.sections ?? {};
-    const after = resourceSections(resources);
-    const patch = resourcePatch(Object.fromEntries(Object.entries(before).filter((entry): entry is [string, string] => entry[1] !== null)), after, this.now());
+    const written = Object.fromEntries(Object.entries(before).filter((entry): entry is [string, string] => entry[1] !== null));
+    const patch = resourcePatch(written, resourceSections(resources), this.now());
     if (patch === undefined) return undefined;
     this.agent.appendMessage(patch);
     persistMessage(this.tree, patch);
-    await this.tree.flush();
     return patch;
     // #endregion
   }

@@ -265,7 +265,7 @@ test("12.3 新会话的第一条 system 带着段落：模型只读到技能的�
   assert.match(resultText(model.requests[1]!.messages.at(-1)), /先跑 release\.sh/);
 });
 
-test("12.3 重新加载资源追加一条 sections 补丁：写下的第一条不动，重放出的 prompt 换新；恢复会话后照样生效", { timeout: 2_000 }, async () => {
+test("12.3 重新加载资源追加一条 sections 补丁：写下的第一条不动，重放出的 prompt 换新；恢复会话后照样生效，续接时资源变了也补一条", { timeout: 2_000 }, async () => {
   const v1 = noResources({ contextFiles: [{ path: "/p/AGENTS.md", content: "旧规则" }] });
   const v2 = noResources({ contextFiles: [{ path: "/p/AGENTS.md", content: "新规则" }] });
   const { session, model, store } = await scene([reply(text("好"))], { resources: v1 });
@@ -282,6 +282,13 @@ test("12.3 重新加载资源追加一条 sections 补丁：写下的第一条�
   const resumed = new AgentSession({ tree: await SessionTree.open(store), model: new ScriptedModel([]) });
   assert.match(resumed.agent.systemPrompt ?? "", /新规则/);
   assert.equal(resumed.messages.filter((message) => message.role === "system").length, 2);
+  // 续接时带着资源：和记录里的一样就不写；两次运行之间变了，就在续接时补上一条。
+  const same = new AgentSession({ tree: await SessionTree.open(store), model: new ScriptedModel([]), resources: v2 });
+  assert.equal(same.messages.filter((message) => message.role === "system").length, 2);
+  const changed = new AgentSession({ tree: await SessionTree.open(store), model: new ScriptedModel([]), resources: v1 });
+  await changed.flush();
+  assert.match(changed.agent.systemPrompt ?? "", /旧规则/);
+  assert.equal(store.text.filter((line) => line.includes('"role":"system"')).length, 3);
 });
 
 // ── 12.4 扩展运行器 ─────────────────────────────────────────────
