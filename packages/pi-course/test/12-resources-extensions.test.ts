@@ -293,7 +293,7 @@ test("12.3 重新加载资源追加一条 sections 补丁：写下的第一条�
 
 // ── 12.4 扩展运行器 ─────────────────────────────────────────────
 
-test("12.4 处理器按登记顺序运行：先按扩展的顺序，同一个扩展里按 on() 的先后", async () => {
+test("12.4 处理器按登记顺序运行：先按扩展的顺序，同一个扩展里按 on() 的先后；加载时调用 sendMessage 得到一句说明", async () => {
   const log: string[] = [];
   const first = await extensionFromFactory("a.ts", (pi) => {
     pi.on("turn_start", () => void log.push("a1"));
@@ -305,6 +305,11 @@ test("12.4 处理器按登记顺序运行：先按扩展的顺序，同一个扩
   const second = await extensionFromFactory("b.ts", (pi) => pi.on("turn_start", () => void log.push("b1")));
   await new ExtensionRunner([first, second]).emit({ type: "turn_start", step: 1 });
   assert.deepEqual(log, ["a1", "a2", "b1"]);
+  // 加载时还没有会话：sendMessage 给出一句说明，而不是悄悄丢掉。
+  await assert.rejects(
+    extensionFromFactory("early.ts", (pi) => pi.sendMessage({ customType: "x", content: "太早了", display: false })),
+    /还没有绑定到会话/,
+  );
 });
 
 test("12.4 处理器抛出只是一条写明文件与事件的错误：后面的处理器照样运行，Agent 照样答完", { timeout: 2_000 }, async () => {
@@ -515,21 +520,29 @@ test("12.6 坏扩展只是一条带文件名的 load 错误：导入失败、def
   assert.match(loaded.errors[3]!.error, /50 ms/);
 });
 
-test("12.6 `/name`：扩展命令先处理（不问模型），它不认识的再按提示模板展开；命令里的 sendMessage 与 appendEntry 就是会话自己的", { timeout: 2_000 }, async () => {
+test("12.6 `/name`：扩展命令先处理（不问模型，抛出只报告），它不认识的再按提示模板展开；命令里的 sendMessage 与 appendEntry 就是会话自己的", { timeout: 2_000 }, async () => {
   const templates = [{ name: "review", description: "审查", content: "请审查 $1。", filePath: "/p/review.md" }];
-  const { session, model, store } = await scene([reply(text("审查完了"))], {
+  const { session, model, store, errors } = await scene([reply(text("审查完了"))], {
     resources: noResources({ promptTemplates: templates }),
     factories: [
-      (pi) =>
+      (pi) => {
         pi.registerCommand("note", {
           description: "记一笔",
           handler(args) {
             pi.appendEntry("note", { args });
             pi.sendMessage({ customType: "note", content: `备注：${args}`, display: true });
           },
-        }),
+        });
+        pi.registerCommand("boom", {
+          handler() {
+            throw new Error("命令坏了");
+          },
+        });
+      },
     ],
   });
+  await session.prompt("/boom");
+  assert.deepEqual(errors, [{ extensionPath: "ext-1.ts", event: "command", error: "/boom：命令坏了" }]);
   await session.prompt("/note 先看测试");
   assert.equal(model.requests.length, 0);
   const kinds = store.text.map((line) => (JSON.parse(line) as { type: string }).type);
