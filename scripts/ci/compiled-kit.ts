@@ -13,8 +13,8 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, write
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
-import { COMPILED_KIT_MARKER } from "../engine/paths.ts";
-import { tscCommand } from "../engine/runner.ts";
+import { COMPILED_KIT_MARKER } from "../engine/paths.js";
+import { tscCommand } from "../engine/runner.js";
 
 const KIT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const CONFIG = "scripts/ci/tsconfig.kit.json";
