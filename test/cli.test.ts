@@ -6,7 +6,7 @@ import { after, before, describe, test } from "node:test";
 import { loadChapters } from "../scripts/engine/chapters.ts";
 import { argumentError, paint, wantsColor } from "../scripts/engine/cli.ts";
 import { LESSONS_DIR } from "../scripts/engine/paths.ts";
-import { KIT, runScript, spawnProcess, tempDir, TSX } from "./helpers.ts";
+import { KIT, kitScriptArgs, runScript, spawnProcess, tempDir } from "./helpers.ts";
 
 const work = tempDir("cli");
 after(() => work.remove());
@@ -194,7 +194,7 @@ describe("practice：创建练习目录", () => {
     mkdirSync(parent);
     const dir = path.join(parent, "ch03");
     const { spawn } = await import("node:child_process");
-    const child = spawn(process.execPath, ["--import", TSX, path.join(KIT, "scripts/practice.ts"), "03", dir], {
+    const child = spawn(process.execPath, [...kitScriptArgs("practice"), "03", dir], {
       cwd: KIT,
       env: { ...process.env, PI_COURSE_TEST_PAUSE_BEFORE_RENAME: "1", NO_COLOR: "1" },
       stdio: ["ignore", "pipe", "pipe"],
@@ -216,7 +216,7 @@ describe("所有命令共用的命令行约定", () => {
     const { spawn } = await import("node:child_process");
     const progress = path.join(work.dir, "epipe-progress.json");
     for (const [script, args] of [["status", []], ["checkpoint", ["03"]], ["hint", ["03", "3.1", "--level", "1"]], ["demo", []]] as const) {
-      const child = spawn(process.execPath, ["--import", TSX, path.join(KIT, "scripts", `${script}.ts`), ...args], {
+      const child = spawn(process.execPath, [...kitScriptArgs(script), ...args], {
         cwd: KIT,
         env: { ...process.env, NO_COLOR: "1", INIT_CWD: KIT, PI_COURSE_PROGRESS: progress },
         stdio: ["ignore", "pipe", "pipe"],

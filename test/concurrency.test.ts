@@ -4,12 +4,14 @@ import { appendFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFile
 import path from "node:path";
 import { after, describe, test } from "node:test";
 
-import { cloneKit, git, KIT, runScript, spawnProcess, tempDir, TSX } from "./helpers.js";
+import { cloneKit, COMPILED_KIT, git, KIT, runScript, spawnProcess, tempDir, TSX } from "./helpers.js";
 
 const work = tempDir("concurrency");
 after(() => work.remove());
 
-const PROGRESS_MODULE = path.join(KIT, "scripts/engine/progress.ts");
+// 有新鲜的编译副本时直接 import 它的 JS，省掉每个写入进程的 tsx 加载器
+const PROGRESS_MODULE = COMPILED_KIT ? path.join(COMPILED_KIT, "scripts/engine/progress.js") : path.join(KIT, "scripts/engine/progress.ts");
+const LOADER = COMPILED_KIT ? [] : ["--import", TSX];
 
 /** 在独立进程里记 count 条提示，实践编号带上 writer，互不重复。 */
 function writeHints(file: string, writer: string, count: number, cwd = KIT, extraEnv: Record<string, string> = {}) {
@@ -17,7 +19,7 @@ function writeHints(file: string, writer: string, count: number, cwd = KIT, extr
     import { recordHint, updateProgress } from ${JSON.stringify(PROGRESS_MODULE)};
     for (let i = 0; i < ${count}; i += 1) updateProgress(process.argv[1], (p) => recordHint(p, "03", "${writer}." + i, 1));
   `;
-  return spawnProcess(process.execPath, ["--import", TSX, "--input-type=module", "--eval", script, file], {
+  return spawnProcess(process.execPath, [...LOADER, "--input-type=module", "--eval", script, file], {
     cwd,
     env: { ...process.env, ...extraEnv },
   });

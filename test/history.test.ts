@@ -15,14 +15,23 @@ interface CheckpointJson {
   commits: { parent: string; target: string; steps: Record<string, string> };
 }
 
+/**
+ * 在 kit 里（带着 env）构建课程历史，返回课程分支上每个提交的完整哈希（空白起点、各章的步骤与目标，从旧到新）。
+ * 一次 course history 构建整条历史；再用学习者的 checkpoint 取最后一章，它说的起点与目标必须就是分支上的那两个提交。
+ * （以前每章各跑一次 checkpoint：每章一个进程，章节越多越慢，证明的却是同一件事。）
+ */
 async function chapterCommits(kit: string, env: Record<string, string> = {}): Promise<string[]> {
-  const hashes: string[] = [];
-  for (const { id } of loadChapters(path.join(kit, "lessons"))) {
-    const result = await runScript("checkpoint", [id, "--json"], { kit, cwd: kit, env });
-    assert.equal(result.code, 0, result.stderr);
-    const { commits } = JSON.parse(result.stdout) as CheckpointJson;
-    hashes.push(commits.parent, commits.target, ...Object.values(commits.steps));
-  }
+  const built = await runScript("course", ["history"], { kit, cwd: kit, env });
+  assert.equal(built.code, 0, built.stderr);
+  const hashes = (await git(kit, "log", "--reverse", "--format=%H", BRANCH)).split("\n");
+  const chapters = loadChapters(path.join(kit, "lessons"));
+  assert.equal(hashes.length, 1 + chapters.reduce((sum, chapter) => sum + 1 + chapter.steps.length, 0), "课程分支上的提交数");
+  const last = chapters.at(-1);
+  assert.ok(last);
+  const result = await runScript("checkpoint", [last.id, "--json"], { kit, cwd: kit, env });
+  assert.equal(result.code, 0, result.stderr);
+  const { commits } = JSON.parse(result.stdout) as CheckpointJson;
+  assert.deepEqual([commits.parent, ...Object.values(commits.steps), commits.target], hashes.slice(-2 - last.steps.length));
   return hashes;
 }
 

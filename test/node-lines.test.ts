@@ -20,6 +20,14 @@ test("一条线只在退出码为 0、找得到汇总且全部通过时算通过
   assert.equal(suitePassed(0, { tests: 0, pass: 0, fail: 0 }), false, "一项测试都没跑不算通过");
 });
 
+test("不做变异的线：被跳过的恰好是每章一项才算通过，多一项少一项都不行；做变异的线一项也不许跳过", () => {
+  assert.deepEqual(summaryCounts("# tests 10\n# pass 8\n# fail 0\n# cancelled 0\n# skipped 2\n").skipped, 2);
+  assert.equal(suitePassed(0, { tests: 184, pass: 172, fail: 0, skipped: 12 }, 12), true);
+  assert.equal(suitePassed(0, { tests: 184, pass: 171, fail: 0, skipped: 13 }, 12), false);
+  assert.equal(suitePassed(0, { tests: 184, pass: 173, fail: 0, skipped: 11 }, 12), false);
+  assert.equal(suitePassed(0, { tests: 184, pass: 183, fail: 0, skipped: 1 }), false);
+});
+
 test("钉死的版本：每条线一个确切版本和 sha512 完整性哈希，版本属于那条线", () => {
   for (const pin of LINES) {
     assert.match(pin.version, /^\d+\.\d+\.\d+$/);

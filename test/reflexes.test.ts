@@ -5,7 +5,7 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync,
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
-import { KIT, runScript, spawnProcess, tempDir, TSX } from "./helpers.js";
+import { KIT, kitScriptArgs, runScript, spawnProcess, tempDir } from "./helpers.js";
 import { loadChapters } from "../scripts/engine/chapters.js";
 import { optionsSwallowedByNpm } from "../scripts/engine/cli.js";
 import { LESSONS_DIR } from "../scripts/engine/paths.js";
@@ -237,7 +237,7 @@ describe("Ctrl-C 打断 practice", () => {
       `#!/bin/sh\ncase " $* " in *" checkout-index "*) : > "${started}"; sleep 2 </dev/null >/dev/null 2>&1;; esac\nexec "${realGit}" "$@"\n`,
       { mode: 0o755 },
     );
-    const child = spawn(process.execPath, ["--import", TSX, path.join(KIT, "scripts/practice.ts"), "03", path.join(parent, "p")], {
+    const child = spawn(process.execPath, [...kitScriptArgs("practice"), "03", path.join(parent, "p")], {
       cwd: KIT,
       env: { ...process.env, PATH: `${bin}${path.delimiter}${process.env.PATH ?? ""}`, TMPDIR: tmp, NO_COLOR: "1" },
       stdio: ["ignore", "pipe", "pipe"],

@@ -6,7 +6,7 @@ import { after, before, describe, test } from "node:test";
 
 import { watchFooter } from "../scripts/engine/screen.ts";
 import { isEditorNoise } from "../scripts/engine/watch.ts";
-import { hasPty, KIT, runInTerminal, runScript, tempDir, TSX } from "./helpers.ts";
+import { hasPty, KIT, kitScriptArgs, runInTerminal, runScript, tempDir } from "./helpers.ts";
 import { card, practice, show, solveTo } from "./learner.ts";
 
 const work = tempDir("watch");
@@ -22,7 +22,7 @@ class WatchProcess {
   readonly closed: Promise<number | null>;
 
   constructor(args: string[], progress: string) {
-    this.child = spawn(process.execPath, ["--import", TSX, path.join(KIT, "scripts", "watch.ts"), ...args], {
+    this.child = spawn(process.execPath, [...kitScriptArgs("watch"), ...args], {
       cwd: KIT,
       env: { ...process.env, NO_COLOR: "1", INIT_CWD: KIT, PI_COURSE_PROGRESS: progress },
     });

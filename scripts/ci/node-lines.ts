@@ -4,7 +4,12 @@
 //
 //   node --import tsx scripts/ci/node-lines.ts install      只安装（或核对）钉死的版本
 //   node --import tsx scripts/ci/node-lines.ts test [线…]   在各条线上依次运行 npm test，例如 test 24 26
+//   … test --mutations-everywhere                          每条线都做自检的变异（默认只在第一条线上做）
 //
+// 自检承诺 10 的变异（每章几十次“改一处、编译、跑聚焦测试”）检验的是章节测试守不守得住教学代码的改动：
+// 变异与测试都是同一份代码，结论不随 Node 版本变；每条线都会照常验证这些测试在它上面全部通过（承诺 3、4）。
+// 所以默认只在第一条线上做变异，其余的线设 PI_COURSE_SELFCHECK_MUTATIONS=elsewhere，每章的那一项登记为跳过，
+// 汇总里被跳过的恰好是每章一项才算通过。这样省下三条线上的变异（CI 时间的最大一块）。
 // 与本机 node 同一条线时直接用本机的 node，不下载。
 //
 // 每条线打印一行汇总（版本、通过/失败数、秒数）；任何一条失败，退出码非零。
@@ -14,6 +19,8 @@ import { spawn, spawnSync } from "node:child_process";
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+
+import { loadChapters } from "../engine/chapters.js";
 
 const KIT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const STORE = path.join(KIT, ".node-lines");
@@ -34,6 +41,13 @@ export const LINES: readonly NodePin[] = [
   { line: "24", version: "24.22.3", integrity: "sha512-KHsob+Fv9YerATvYujMbiyJqnRCvLtrcr/eTNqRqiOSGp97EOiRP1yP47+knGgQ/xnc3XY8xzkW587dlZzNqRA==" },
   { line: "26", version: "26.12.1", integrity: "sha512-jk5LMAmgHlPlPMWpsUrSOqNaEZG+11UNd35hWQ+p5/XGaelWuTqJ69IcAy/5xtPPN4d5ZRBNOGB6gLMCh2kL9A==" },
 ];
+
+/**
+ * 设为 elsewhere 时，自检承诺 10 的变异（不含编译失败用例）登记为跳过（test/_selfcheck/chapters.ts 读它）。
+ * 只由本文件给第一条线以外的线设置；不设时（本机的 npm test）照常全做。
+ */
+export const MUTATIONS_ENV = "PI_COURSE_SELFCHECK_MUTATIONS";
+export const MUTATIONS_ELSEWHERE = "elsewhere";
 
 class LineError extends Error {}
 
@@ -96,6 +110,8 @@ export interface SummaryCounts {
   fail?: number;
   /** 被取消的测试（Node 24 起超时的测试也记在这里）。 */
   cancelled?: number;
+  /** 登记为跳过的测试。 */
+  skipped?: number;
 }
 
 /**
@@ -107,12 +123,23 @@ export function summaryCounts(output: string): SummaryCounts {
     const match = [...output.matchAll(new RegExp(`^(?:#|ℹ) ${name} (\\d+)$`, "gm"))].at(-1);
     return match ? Number(match[1]) : undefined;
   };
-  return { tests: last("tests"), pass: last("pass"), fail: last("fail"), cancelled: last("cancelled") };
+  const counts: SummaryCounts = { tests: last("tests"), pass: last("pass"), fail: last("fail"), cancelled: last("cancelled") };
+  const skipped = last("skipped");
+  if (skipped !== undefined) counts.skipped = skipped;
+  return counts;
 }
 
 /** 一条线算通过：npm test 退出码为 0，汇总找得到，全部通过、没有失败。 */
-export function suitePassed(code: number | null, counts: SummaryCounts): boolean {
-  return code === 0 && counts.fail === 0 && counts.pass !== undefined && counts.pass > 0 && counts.pass === counts.tests;
+export function suitePassed(code: number | null, counts: SummaryCounts, expectedSkips = 0): boolean {
+  const skipped = counts.skipped ?? 0;
+  return (
+    code === 0 &&
+    counts.fail === 0 &&
+    counts.pass !== undefined &&
+    counts.pass > 0 &&
+    skipped === expectedSkips &&
+    counts.pass + skipped === counts.tests
+  );
 }
 
 interface SuiteResult {
@@ -126,9 +153,13 @@ interface SuiteResult {
  * 在一条线上运行 npm test。PATH 最前面放上这条线的 bin（本机的线不改 PATH）：
  * npm、npm 脚本里的 node、测试里按名字启动的 node 与 npm 都用它；用 process.execPath 的子进程随之一致。
  */
-function runSuite(label: string, pathPrefix: string | undefined, expected: string): Promise<SuiteResult> {
+function runSuite(label: string, pathPrefix: string | undefined, expected: string, mutations: boolean): Promise<SuiteResult> {
   const env = { ...process.env };
   if (pathPrefix) env.PATH = `${pathPrefix}${path.delimiter}${env.PATH ?? ""}`;
+  if (mutations) delete env[MUTATIONS_ENV];
+  else env[MUTATIONS_ENV] = MUTATIONS_ELSEWHERE;
+  // 不做变异的线上，每章的变异一项登记为跳过；别的测试一项也不许跳过
+  const expectedSkips = mutations ? 0 : loadChapters(path.join(KIT, "lessons")).length;
   const reported = spawnSync("node", ["--version"], { env, encoding: "utf8" }).stdout.trim();
   if (!reported.startsWith(`v${expected}`)) fail(`${label} 的 PATH 里的 node 是 ${reported}，应为 ${expected}`);
   mkdirSync(path.join(STORE, "logs"), { recursive: true });
@@ -148,19 +179,22 @@ function runSuite(label: string, pathPrefix: string | undefined, expected: strin
       log.end();
       const seconds = Math.round((Date.now() - started) / 1000);
       const counts = summaryCounts(output);
-      const ok = suitePassed(code, counts);
+      const ok = suitePassed(code, counts, expectedSkips);
       // 没有汇总时（typecheck 失败、进程被结束）说出 npm test 是怎样结束的
       const ending = counts.tests === undefined ? `，npm test ${signal ? `被信号 ${signal} 结束` : `退出码 ${code}`}、没有测试汇总` : "";
-      const line = `${ok ? "✓" : "✗"} ${label.padEnd(14)} ${reported.padEnd(9)} 通过 ${counts.pass ?? "?"}/${counts.tests ?? "?"}，失败 ${counts.fail ?? "?"}，取消 ${counts.cancelled ?? "?"}，${seconds} 秒${ending}`;
+      const skips = `，跳过 ${counts.skipped ?? 0}${mutations ? "" : `（应为 ${expectedSkips}：变异在第一条线上做）`}`;
+      const line = `${ok ? "✓" : "✗"} ${label.padEnd(14)} ${reported.padEnd(9)} 通过 ${counts.pass ?? "?"}/${counts.tests ?? "?"}，失败 ${counts.fail ?? "?"}，取消 ${counts.cancelled ?? "?"}${skips}，${seconds} 秒${ending}`;
       resolve({ ok, line, logFile, output });
     });
   });
 }
 
-const USAGE = "用法：node --import tsx scripts/ci/node-lines.ts install | test [20 22 24 26]";
+const USAGE = "用法：node --import tsx scripts/ci/node-lines.ts install | test [--mutations-everywhere] [20 22 24 26]";
 
 async function main(): Promise<void> {
-  const [command, ...wanted] = process.argv.slice(2);
+  const [command, ...rest] = process.argv.slice(2);
+  const everywhere = rest.includes("--mutations-everywhere");
+  const wanted = rest.filter((arg) => arg !== "--mutations-everywhere");
   if (command !== "install" && command !== "test") fail(USAGE);
   const unknown = wanted.filter((name) => !LINES.some((pin) => pin.line === name));
   if (unknown.length > 0) fail(`没有这条版本线：${unknown.join("、")}（可选 ${LINES.map((pin) => pin.line).join("、")}）`);
@@ -181,8 +215,8 @@ async function main(): Promise<void> {
 
   const started = Date.now();
   const results: SuiteResult[] = [];
-  for (const run of runs) {
-    const result = await runSuite(run.label, run.prefix, run.expected);
+  for (const [index, run] of runs.entries()) {
+    const result = await runSuite(run.label, run.prefix, run.expected, everywhere || index === 0);
     console.log(result.line);
     if (!result.ok) console.log(`  日志：${result.logFile}\n${result.output.split("\n").slice(-60).join("\n")}`);
     results.push(result);

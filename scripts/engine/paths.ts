@@ -1,8 +1,23 @@
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** 课程套件的根目录：scripts/engine 往上两级。 */
-export const KIT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+/**
+ * npm test 预先编译出的套件脚本副本（见 scripts/ci/compiled-kit.ts）在自己的根目录里放这个标记文件，
+ * 写着真正的套件根目录。
+ */
+export const COMPILED_KIT_MARKER = "compiled-kit.json";
+
+/** 课程套件的根目录：scripts/engine 往上两级；在编译出的副本里运行时，是标记文件写的那个目录。 */
+export const KIT_ROOT = kitRootFrom(path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", ".."));
+
+function kitRootFrom(here: string): string {
+  try {
+    return (JSON.parse(readFileSync(path.join(here, COMPILED_KIT_MARKER), "utf8")) as { kitRoot: string }).kitRoot;
+  } catch {
+    return here;
+  }
+}
 export const LESSONS_DIR = path.join(KIT_ROOT, "lessons");
 export const COURSE_PACKAGE = "packages/pi-course";
 export const COURSE_BRANCH = "course/build-your-own-pi";

@@ -1,0 +1,17 @@
+// runner.ts 的直接运行（RunOptions.direct：不经 test-driver.mjs，测试文件就在 node 的主进程里跑）用的报告器。
+// 记录与 test-driver.mjs 写的一样（多带 node:test 的原始失败类型，settleHangs 靠它统一挂住的测试），
+// 前缀把记录和测试自己打印到标准输出的内容分开。
+import { failureOf, RECORD_PREFIX } from "./test-records.mjs";
+
+export default async function* report(source) {
+  for await (const event of source) {
+    if (event.type !== "test:pass" && event.type !== "test:fail") continue;
+    const { data } = event;
+    if (data.details?.type === "suite") continue;
+    const file = process.env.PI_COURSE_TEST_FILE ?? data.file ?? "";
+    const record = { name: data.name, file, ok: event.type === "test:pass", skipped: data.skip !== undefined };
+    if (!record.ok) Object.assign(record, failureOf(data.details?.error));
+    if (!record.ok && data.details?.error?.failureType) record.failureType = data.details.error.failureType;
+    yield `${RECORD_PREFIX}${JSON.stringify(record)}\n`;
+  }
+}
