@@ -18,6 +18,8 @@ function learnerProject(name: string): string {
   const dir = path.join(work.dir, name);
   const src = path.join(dir, "packages", "pi-course", "src");
   mkdirSync(path.join(src, "eval"), { recursive: true });
+  // 与真实的课程项目一样是 ES 模块：没有它，.ts 源码会被当成 CommonJS 读
+  writeFileSync(path.join(dir, "packages", "pi-course", "package.json"), JSON.stringify({ name: "@pi/course", type: "module" }));
   writeFileSync(path.join(dir, PRACTICE_MARKER), JSON.stringify({ chapter: "14", slug: "eval-capstone", start: "x", kitRoot: KIT }));
   writeFileSync(path.join(src, "eval", "tasks.ts"), 'export const VISIBLE_TASKS = [{ id: "mine" }];\n');
   writeFileSync(

@@ -2,6 +2,8 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
+import { register } from "tsx/esm/api";
+
 import { CourseError, usageError } from "./errors.js";
 import { COURSE_PACKAGE } from "./paths.js";
 import { PRACTICE_MARKER } from "./practice.js";
@@ -58,6 +60,10 @@ export async function loadEvalProject(dir: string): Promise<EvalProject> {
       `${dir} 里还没有 eval（${EVAL_ENTRY}）：它在第 14 章写成。在自己的代码上跑：npm run practice -- 14 --continue`,
     );
   }
+  // 套件命令也可能以编译好的 JS 运行（这个文件本身是 .js，进程里就没有 TS 加载器）：那时先登记 tsx 的加载器，
+  // .ts 源码才读得进来。经 --import tsx 运行时已经有了，再登记一次会让两个加载器互相打架。
+  // 用全局登记而不是逐个 tsImport：四个文件要共用同一份模块实例（同一个 ScriptedModel 类）。
+  if (!import.meta.url.endsWith(".ts")) register();
   const load = (file: string) => import(pathToFileURL(path.join(dir, COURSE_PACKAGE, "src", file)).href) as Promise<Record<string, unknown>>;
   const [run, report, tasks, provider] = await Promise.all([load("eval/run.ts"), load("eval/report.ts"), load("eval/tasks.ts"), load("openai-compatible.ts")]);
   const wanted = { runEval: run.runEval, formatEvalTable: report.formatEvalTable, evalSummary: report.evalSummary, modelFromEnv: provider.modelFromEnv };
