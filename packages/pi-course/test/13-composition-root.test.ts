@@ -461,6 +461,8 @@ test("13.5 运行中按 Ctrl-C 中止这次运行，REPL 还在；连按第二�
   assert.equal(runtime.session.agent.state.status, "idle");
   repl.interrupt();
   assert.equal(await finished, 0);
+  // 在删掉临时目录（先登记的 after）之前关掉：被中止的那次运行可能还有条目要写进会话文件。
+  await runtime.dispose();
 });
 
 test("13.5 /resume 列出这个项目的会话，给编号就换过去，旧的运行时被关掉", { timeout: 5_000 }, async (t) => {
