@@ -1,5 +1,5 @@
-// 套件命令的第一步（node --import ./scripts/need-deps.mjs --import tsx …）：
-// 依赖没装好时 tsx 根本起不来，学习者只会看到 “tsx: not found” 或一串 Node 堆栈。
+// 套件命令的第一步（scripts/launch.mjs 最先 import 它）：
+// 依赖没装好时 tsx 与编译副本都起不来，学习者只会看到 “tsx: not found” 或一串 Node 堆栈。
 // 这里只用 Node 自带的模块，先查一遍 package.json 里的每个依赖，缺了就用一句中文说该运行什么。
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";

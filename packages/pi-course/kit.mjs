@@ -76,12 +76,8 @@ function withPracticeDefaults(given, chapter) {
 }
 
 function forward(kitRoot, name, forwarded) {
-  // 套件的依赖没装好时 --import tsx 只会打出一串 Node 堆栈：先说清楚该做什么
-  if (!existsSync(path.join(kitRoot, "node_modules", "tsx", "package.json"))) {
-    console.error(`错误：课程套件 ${kitRoot} 的依赖没有装好：在那里运行 npm ci，然后 npm run doctor -- --fix`);
-    process.exit(1);
-  }
-  const child = spawn(process.execPath, ["--import", "tsx", kitScript(kitRoot, name), ...forwarded], {
+  // 套件自己的入口 launch.mjs：查依赖、运行编译好的套件命令（依赖没装好时由它用中文说明怎么修）
+  const child = spawn(process.execPath, [path.join(kitRoot, "scripts", "launch.mjs"), name, ...forwarded], {
     cwd: kitRoot,
     stdio: "inherit",
   });

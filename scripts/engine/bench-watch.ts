@@ -20,7 +20,7 @@ export interface WatchSamples {
 const SCREEN_END = /监视中（(文件事件|轮询)）：[^\n]*\n/g;
 
 export async function watchLatency(kitRoot: string, chapter: Chapter, dir: string, runs: number, env: NodeJS.ProcessEnv): Promise<WatchSamples> {
-  const child = spawn(process.execPath, ["--import", "tsx", path.join(kitRoot, "scripts", "watch.ts"), chapter.id, dir], {
+  const child = spawn(process.execPath, [path.join(kitRoot, "scripts", "launch.mjs"), "watch", chapter.id, dir], {
     cwd: kitRoot,
     env: { ...process.env, NO_COLOR: "1", INIT_CWD: kitRoot, ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -48,9 +48,13 @@ export async function timed(action: () => Promise<void>): Promise<number> {
   return performance.now() - started;
 }
 
-/** bench 练习哪一章：默认是最后一个重建章（代码最多、编译最慢）。 */
+/** DESIGN.md §7 的学习循环、watch 与 verify 目标是对这一章定的。 */
+export const TARGET_CHAPTER = "08";
+
+/** bench 练习哪一章：默认是目标所指的第 08 章；没有这一章时，最后一个重建章（代码最多、编译最慢）。 */
 export function benchChapter(chapters: readonly Chapter[]): Chapter {
-  const chapter = [...chapters].reverse().find((candidate) => candidate.mode === "重建") ?? chapters.at(-1);
+  const rebuilt = chapters.filter((candidate) => candidate.mode === "重建");
+  const chapter = rebuilt.find((candidate) => candidate.id === TARGET_CHAPTER) ?? rebuilt.at(-1) ?? chapters.at(-1);
   if (!chapter) throw new CourseError("NO_CHAPTERS", "没有任何章节可以测");
   return chapter;
 }
@@ -125,7 +129,7 @@ export function useModules(dir: string, modules: string): void {
 
 /** 像学习者一样在子进程里运行一个套件命令；失败时带上它的 stderr。 */
 export function runKitScript(kitRoot: string, script: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<void> {
-  return spawnChecked(process.execPath, ["--import", "tsx", path.join(kitRoot, "scripts", `${script}.ts`), ...args], kitRoot, env);
+  return spawnChecked(process.execPath, [path.join(kitRoot, "scripts", "launch.mjs"), script, ...args], kitRoot, env);
 }
 
 export function spawnChecked(command: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<void> {
@@ -136,7 +140,7 @@ export function spawnChecked(command: string, args: readonly string[], cwd: stri
     child.on("error", reject);
     child.on("close", (code) => {
       if (code === 0) resolve();
-      else reject(new CourseError("BENCH_STEP_FAILED", `${path.basename(args[2] ?? command)} ${args.slice(3).join(" ")} 以 ${code} 退出：${stderr.trim().split("\n")[0] ?? ""}`));
+      else reject(new CourseError("BENCH_STEP_FAILED", `${args.map((arg) => path.basename(arg)).join(" ")} 以 ${code} 退出：${stderr.trim().split("\n")[0] ?? ""}`));
     });
   });
 }

@@ -2,11 +2,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-/**
- * npm test 预先编译出的套件脚本副本（见 scripts/ci/compiled-kit.ts）在自己的根目录里放这个标记文件，
- * 写着真正的套件根目录。
- */
-export const COMPILED_KIT_MARKER = "compiled-kit.json";
+import { COMPILED_KIT_MARKER } from "../kit-cache.mjs";
 
 /** 课程套件的根目录：scripts/engine 往上两级；在编译出的副本里运行时，是标记文件写的那个目录。 */
 export const KIT_ROOT = kitRootFrom(path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", ".."));

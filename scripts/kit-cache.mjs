@@ -1,0 +1,114 @@
+// 套件命令的编译副本。每条套件命令经 tsx 启动要多花约 0.3–0.5 秒（加载器线程、逐个模块转译）；
+// 所以 scripts/ 用项目自己的 tsc 编译一次，放在 node_modules/.cache/pi-course-kit/<指纹>/ 里，
+// launch.mjs 与测试直接用 node 运行编译出的 JS。
+//
+// 指纹是套件根目录加上每个输入文件内容的哈希：源文件改了一个字节，指纹就变，旧副本不会再被用到，
+// 绝不会运行旧代码。副本只增不改：编译写进临时目录，写完才改名到位，同时启动的两条命令
+// 不会读到写了一半的副本，也不会删掉对方正在用的副本。
+// 只用 Node 自带的模块：它在 tsx 之前运行。
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import path from "node:path";
+
+/** 副本根目录里的标记文件：写着套件根目录（scripts/engine/paths.ts 从这里读 KIT_ROOT）。 */
+export const COMPILED_KIT_MARKER = "compiled-kit.json";
+const CONFIG = "scripts/ci/tsconfig.kit.json";
+/** 过期副本留多久再清理：正在运行的旧命令可能还要按需加载里面的模块。 */
+const STALE_AFTER_MS = 24 * 60 * 60 * 1000;
+
+export function compiledKitCache(kitRoot) {
+  return path.join(kitRoot, "node_modules", ".cache", "pi-course-kit");
+}
+
+/** 副本的输入：scripts/ 下的全部文件（.ts 编译，其余原样复制）、demo 引用的课程源码，以及两份 tsconfig。 */
+function inputFiles(kitRoot) {
+  const files = ["tsconfig.json", CONFIG, "package.json"];
+  const walk = (relative) => {
+    const full = path.join(kitRoot, relative);
+    if (!existsSync(full)) return;
+    for (const entry of readdirSync(full, { withFileTypes: true })) {
+      const child = `${relative}/${entry.name}`;
+      if (entry.isDirectory()) walk(child);
+      else if (entry.isFile()) files.push(child);
+    }
+  };
+  walk("scripts");
+  walk("packages/pi-course/src");
+  return files.sort();
+}
+
+/** 这份源码应有的副本目录（不论它存不存在）。 */
+export function compiledKitDir(kitRoot) {
+  const fingerprint = createHash("sha1").update(kitRoot);
+  for (const file of inputFiles(kitRoot)) {
+    fingerprint.update(`\0${file}\0`).update(readFileSync(path.join(kitRoot, file)));
+  }
+  return path.join(compiledKitCache(kitRoot), fingerprint.digest("hex").slice(0, 16));
+}
+
+/** 与磁盘上的源码一致的副本目录；还没编译过就是 undefined。 */
+export function freshCompiledKit(kitRoot) {
+  const dir = compiledKitDir(kitRoot);
+  return existsSync(path.join(dir, COMPILED_KIT_MARKER)) ? dir : undefined;
+}
+
+/** tsc 的原生可执行文件（平台包里）；找不到就经 node 运行 typescript 的启动器。 */
+async function tscCommand(kitRoot) {
+  const typescript = path.join(kitRoot, "node_modules", "typescript");
+  try {
+    const { default: exePath } = await import(new URL(`file://${path.join(typescript, "lib", "getExePath.js")}`).href);
+    const exe = exePath();
+    if (existsSync(exe)) return { file: exe, args: [] };
+  } catch {
+    // 别的 TypeScript 版本，或平台包缺失：由启动器给出它自己的错误
+  }
+  return { file: process.execPath, args: [path.join(typescript, "bin", "tsc")] };
+}
+
+/**
+ * 编译出与现在的源码一致的副本，交回它的目录；已经有了就直接交回。
+ * 编译失败时抛出，信息里带着 tsc 的输出。
+ */
+export async function compileKit(kitRoot) {
+  const dir = compiledKitDir(kitRoot); // 编译前取指纹：编译途中有人改了文件，下一次启动自然换一个指纹
+  if (existsSync(path.join(dir, COMPILED_KIT_MARKER))) return dir;
+  const cache = compiledKitCache(kitRoot);
+  const temporary = `${dir}.tmp-${process.pid}-${Date.now()}`;
+  try {
+    const tsc = await tscCommand(kitRoot);
+    const result = spawnSync(tsc.file, [...tsc.args, "-p", CONFIG, "--pretty", "false", "--outDir", temporary], { cwd: kitRoot, encoding: "utf8" });
+    if (result.status !== 0) throw new Error(`编译套件脚本失败：\n${result.stdout ?? ""}${result.stderr ?? result.error?.message ?? ""}`);
+    for (const file of inputFiles(kitRoot)) {
+      if (!file.startsWith("scripts/") || file.endsWith(".ts") || file.endsWith(".json")) continue;
+      mkdirSync(path.dirname(path.join(temporary, file)), { recursive: true });
+      cpSync(path.join(kitRoot, file), path.join(temporary, file));
+    }
+    // node_modules 之下找不到套件的 package.json：声明这里的 .js 是 ES 模块
+    writeFileSync(path.join(temporary, "package.json"), `${JSON.stringify({ type: "module", private: true })}\n`);
+    writeFileSync(path.join(temporary, COMPILED_KIT_MARKER), `${JSON.stringify({ kitRoot })}\n`);
+    try {
+      renameSync(temporary, dir);
+    } catch (error) {
+      // 另一条命令抢先放好了同一份副本：用它的
+      if (!existsSync(path.join(dir, COMPILED_KIT_MARKER))) throw error;
+    }
+  } finally {
+    rmSync(temporary, { recursive: true, force: true });
+  }
+  pruneStale(cache, dir);
+  return dir;
+}
+
+/** 删掉一天以上没动过的旧副本与没写完的临时目录（被中断的编译留下的）。 */
+function pruneStale(cache, keep) {
+  for (const entry of readdirSync(cache, { withFileTypes: true })) {
+    const full = path.join(cache, entry.name);
+    if (!entry.isDirectory() || full === keep) continue;
+    try {
+      if (Date.now() - statSync(full).mtimeMs > STALE_AFTER_MS) rmSync(full, { recursive: true, force: true });
+    } catch {
+      // 同时有别的命令在清理
+    }
+  }
+}
