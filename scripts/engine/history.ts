@@ -5,7 +5,7 @@ import path from "node:path";
 
 import type { Chapter } from "./chapters.js";
 import { CourseError } from "./errors.js";
-import { explainGitFailure, gitAt } from "./git.js";
+import { explainGitFailure, gitAt, gitQuiet } from "./git.js";
 import { COURSE_BRANCH } from "./paths.js";
 
 /** 改变提交写法时递增：旧缓存随之失效。 */
@@ -37,7 +37,6 @@ interface CacheFile extends CourseHistory {
 
 /** 把课程补丁依次应用成一串提交；同样的课程在任何机器上得到同样的哈希。 */
 export async function ensureHistory(kitRoot: string, chapters: readonly Chapter[]): Promise<CourseHistory> {
-  const git = gitAt(kitRoot);
   const gitDir = await locateGitDir(kitRoot);
   const cachePath = path.join(gitDir, "pi-course", "history.json");
   const key = cacheKey(chapters);
@@ -57,7 +56,7 @@ export async function ensureHistory(kitRoot: string, chapters: readonly Chapter[
   const history = await buildHistory(kitRoot, chapters);
   if (branchTip === undefined) await setAsideBrokenRef(kitRoot, gitDir);
   try {
-    await git.raw(["update-ref", `refs/heads/${COURSE_BRANCH}`, history.tip]);
+    await gitQuiet(kitRoot, ["update-ref", `refs/heads/${COURSE_BRANCH}`, history.tip]);
   } catch (error) {
     // 另一个命令同时在做第一次构建：它刚写下的就是同一串提交，不算失败
     if ((await resolveBranch(kitRoot)) !== history.tip) throw explainGitFailure(error, `更新分支 ${COURSE_BRANCH} `);
@@ -94,7 +93,8 @@ export function practiceStart(chapter: Chapter, history: CourseHistory): string 
 export async function buildHistory(kitRoot: string, chapters: readonly Chapter[]): Promise<CourseHistory> {
   const scratch = mkdtempSync(path.join(os.tmpdir(), "pi-course-index-"));
   try {
-    const git = gitAt(kitRoot, { env: { GIT_INDEX_FILE: path.join(scratch, "index") } });
+    const index = { env: { GIT_INDEX_FILE: path.join(scratch, "index") } };
+    const git = gitAt(kitRoot, index);
     const commit = async (tree: string, parent: string | undefined, message: string, epoch: number) => {
       const date = `${epoch} +0000`;
       const args = ["commit-tree", tree, "--no-gpg-sign", "-m", message];
@@ -111,14 +111,18 @@ export async function buildHistory(kitRoot: string, chapters: readonly Chapter[]
       });
       return (await identity.raw(args)).trim();
     };
+    /** 临时索引里现在是哪棵树：章节一章接一章时它正是下一章的起点，不必再 read-tree。 */
+    let indexTree: string | undefined;
     const treeAfter = async (startTree: string, patchPath: string, label: string) => {
-      await git.raw(["read-tree", startTree]);
+      if (indexTree !== startTree) await gitQuiet(kitRoot, ["read-tree", startTree], index);
       try {
-        await git.raw(["apply", "--cached", "--whitespace=nowarn", patchPath]);
+        await gitQuiet(kitRoot, ["apply", "--cached", "--whitespace=nowarn", patchPath], index);
       } catch (error) {
+        indexTree = undefined;
         throw new CourseError("PATCH_FAILED", `${label} 的补丁无法应用到起点：${firstLine(error)}`);
       }
-      return (await git.raw(["write-tree"])).trim();
+      indexTree = (await git.raw(["write-tree"])).trim();
+      return indexTree;
     };
 
     // write-tree 不会把空树写进对象库（git 认得它却不存它），空白起点的提交因此指向一个缺失的对象，
@@ -215,7 +219,7 @@ async function setAsideBrokenRef(kitRoot: string, gitDir: string): Promise<void>
 
 async function isCommit(kitRoot: string, hash: string): Promise<boolean> {
   try {
-    await gitAt(kitRoot).raw(["cat-file", "-e", `${hash}^{commit}`]);
+    await gitQuiet(kitRoot, ["cat-file", "-e", `${hash}^{commit}`]);
     return true;
   } catch {
     return false;
@@ -266,9 +270,9 @@ export function shortHash(hash: string): string {
 export async function checkoutTree(kitRoot: string, commit: string, dir: string): Promise<void> {
   const scratch = mkdtempSync(path.join(os.tmpdir(), "pi-course-index-"));
   try {
-    const git = gitAt(kitRoot, { env: { GIT_INDEX_FILE: path.join(scratch, "index") } });
-    await git.raw(["read-tree", commit]);
-    await git.raw(["checkout-index", "--all", "--force", `--prefix=${dir}${path.sep}`]);
+    const index = { env: { GIT_INDEX_FILE: path.join(scratch, "index") } };
+    await gitQuiet(kitRoot, ["read-tree", commit], index);
+    await gitQuiet(kitRoot, ["checkout-index", "--all", "--force", `--prefix=${dir}${path.sep}`], index);
   } catch (error) {
     throw explainGitFailure(error, `取出提交 ${shortHash(commit)} 的文件`);
   } finally {
