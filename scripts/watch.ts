@@ -13,7 +13,7 @@ import { alreadyAtStart, resetFile, resetQuestion, startContent } from "./engine
 import { withPracticeLock } from "./engine/practice-lock.js";
 import { hintsShown, inspectProgress, loadProgress, progressPath, recordHint, updateProgress } from "./engine/progress.js";
 import { buildLine, deviationLines, hintLine, labLines, seconds, watchFooter, type Painter } from "./engine/screen.js";
-import { checkPractice, choosePracticeDir, type PracticeCheck } from "./engine/verify.js";
+import { checkPractice, choosePracticeDir, type PracticeCheck, type RunFileOptions } from "./engine/verify.js";
 import { LiveBuild, type Compiled } from "./engine/live-build.js";
 import { WarmTests } from "./engine/warm-tests.js";
 import { DEFAULT_POLL_INTERVAL_MS, watchTree, type Watcher } from "./engine/watch.js";
@@ -25,6 +25,7 @@ const HELP = `用法：npm run watch -- <章节> [目录] [--poll] [--interval �
 编译器一直开着（tsc --watch），一次保存只重新检查受影响的文件；测试总是等这次保存的编译结束才跑，
 删掉的源文件留下的旧输出会先清掉。编辑器的临时文件（vim 的 .swp、sed -i、JetBrains、emacs）不触发运行，
 一串保存只运行一次。
+有测试失败时不等整个文件跑完：第一处偏差一确定（它前面的实践都已通过）就先画出来，其余测试跑完再更新这一屏。
 全部通过后用 npm run verify -- <章节> 连同更早章节一起验证并点亮本章。
 
 [目录] 默认与 verify 相同（practice 为本章创建的目录）。
@@ -167,7 +168,13 @@ class Session {
       chapters: this.chapters,
       scope: "focused" as const,
       signal: controller.signal,
-      runFile: (file: string, more: { pattern?: string; signal?: AbortSignal }) => this.tests.run(file, more),
+      runFile: (file: string, more: RunFileOptions) => this.tests.run(file, more),
+      // 第一处偏差一确定就先画出来：学习者要的答案已经有了，不必等同一文件里其余（可能很慢的）测试
+      onSettled: (pending: PracticeCheck) => {
+        if (controller.signal.aborted || this.stopped) return;
+        this.last = pending;
+        this.render(performance.now() - this.savedAt);
+      },
     };
     try {
       const check = await withPracticeLock(this.dir, () => checkPractice(compiled ? { ...options, compiled } : options));
@@ -225,8 +232,13 @@ class Session {
     const time = new Date().toLocaleTimeString("zh-CN", { hour12: false });
     const cause = this.trigger.length > 0 ? ` · 触发：${this.trigger.slice(0, 3).join("、")}${this.trigger.length > 3 ? " 等" : ""}` : "";
     out.push("");
-    out.push(paint("dim", `[${time}] 第 ${this.runs} 次运行 · 用时 ${seconds(ms)}${cause}`));
-    out.push(paint("dim", watchFooter(this.watcher?.mode ?? "poll", this.keys)));
+    if (check?.pending) {
+      out.push(paint("dim", `[${time}] 第 ${this.runs + 1} 次运行 · ${seconds(ms)} 时定下了第一处偏差${cause}`));
+      out.push(paint("dim", "其余测试还在运行，跑完后这一屏会更新"));
+    } else {
+      out.push(paint("dim", `[${time}] 第 ${this.runs} 次运行 · 用时 ${seconds(ms)}${cause}`));
+      out.push(paint("dim", watchFooter(this.watcher?.mode ?? "poll", this.keys)));
+    }
     if (process.stdout.isTTY) process.stdout.write("\x1b[2J\x1b[3J\x1b[H");
     else process.stdout.write(`${"─".repeat(60)}\n`);
     process.stdout.write(`${out.join("\n")}\n`);

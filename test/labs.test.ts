@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { findChapter, loadChapters } from "../scripts/engine/chapters.ts";
-import { firstDeviation, labResults, patternsToIsolate } from "../scripts/engine/labs.ts";
+import { firstDeviation, labResults, patternsToIsolate, settledFailure } from "../scripts/engine/labs.ts";
 import { LESSONS_DIR } from "../scripts/engine/paths.ts";
 import type { BuildResult, TestOutcome } from "../scripts/engine/runner.ts";
 
@@ -82,3 +82,21 @@ test("聚焦测试文件缺失：第一处偏差说文件缺了，而不是“�
   const found = firstDeviation({ chapter, build: clean, focused: [], labs: labResults(chapter, []), earlier: [], missing });
   assert.equal(found?.kind, "missing");
 });
+
+test("结果还在逐项报回时：排在前面的实践报齐并通过、这一个已有失败，第一处偏差才算定下（watch 先画这一屏）", () => {
+  // 文件里的顺序：投影（3.1）→ error 终态（只属于 3.2）→ 两项 system（3.1）
+  const settled = settledFailure(chapter, [outcome(names.projection, false)]);
+  assert.equal(settled?.lab.id, "3.1");
+  assert.equal(settled?.firstFailure?.name, names.projection);
+
+  // error 终态失败了，但 3.1 的 system 两项还没报回：3.1 也可能失败，那才是第一处偏差
+  assert.equal(settledFailure(chapter, [outcome(names.projection, true), outcome(names.error, false)]), undefined);
+
+  const later = settledFailure(chapter, [outcome(names.projection, true), outcome(names.error, false), outcome(names.replay, true), outcome(names.text, true)]);
+  assert.equal(later?.lab.id, "3.2");
+  assert.equal(later?.firstFailure?.name, names.error);
+
+  assert.equal(settledFailure(chapter, allPass), undefined);
+  assert.equal(settledFailure(chapter, []), undefined);
+});
+

@@ -7,7 +7,7 @@ import { after, before, describe, test } from "node:test";
 import { watchFooter } from "../scripts/engine/screen.ts";
 import { isEditorNoise } from "../scripts/engine/watch.ts";
 import { hasPty, KIT, kitScriptArgs, runInTerminal, runScript, tempDir } from "./helpers.ts";
-import { card, practice, show, solveTo } from "./learner.ts";
+import { applyFault, card, practice, show, solveTo } from "./learner.ts";
 
 const work = tempDir("watch");
 after(() => work.remove());
@@ -45,6 +45,18 @@ class WatchProcess {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     throw new Error(`等不到第 ${n} 屏。stdout：\n${this.stdout}\nstderr：\n${this.stderr}`);
+  }
+
+  /** 等到 from（stdout 里的位置）之后出现一屏先行画出的结论（以“其余测试还在运行”结束），返回它。 */
+  async pendingScreen(from: number, timeoutMs = 20_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const pending = this.stdout.slice(from).split("─".repeat(60)).find((screen) => screen.includes("其余测试还在运行，跑完后这一屏会更新\n"));
+      if (pending !== undefined) return pending;
+      if (this.child.exitCode !== null) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    throw new Error(`等不到先行的一屏。stdout：\n${this.stdout}\nstderr：\n${this.stderr}`);
   }
 
   async interrupt(): Promise<number | null> {
@@ -173,6 +185,36 @@ describe("watch：编辑器的临时文件、一串保存、旧的编译输出",
       assert.equal(await watch.interrupt(), 0, watch.stderr);
     }
   });
+});
+
+test("有测试失败时不等整个文件跑完：第一处偏差一确定就先画一屏，其余测试跑完再画完整的一屏（第 08 章的故障实验）", { timeout: 90_000 }, async () => {
+  const progress = path.join(work.dir, "progress-08.json");
+  const dir = path.join(work.dir, "pi-practice-08");
+  await practice("08", dir, progress);
+  await solveTo("08", dir, "target");
+  const watch = new WatchProcess(["08", dir], progress);
+  try {
+    assert.match(await watch.screen(1), /✓ 聚焦测试全部通过（33\/33）/);
+    const from = watch.stdout.length;
+    const saved = performance.now();
+    await applyFault("08", dir); // 弄坏第 2 项测试（8.1）；后面还有 31 项，其中几项要等计时器
+    const pending = await watch.pendingScreen(from);
+    const latency = performance.now() - saved;
+    const complete = await watch.screen(2);
+
+    // 先行的一屏已经说清楚了：当前实践、第一处偏差和它的断言信息
+    for (const screen of [pending, complete]) {
+      assert.match(screen, /当前实践：8\.1/);
+      assert.match(screen, /第一处偏差：[\s\S]*指向工作区外的符号链接被拒绝/);
+      assert.match(screen, /指向工作区外的符号链接必须被拒绝/);
+    }
+    assert.ok(watch.stdout.indexOf(pending) < watch.stdout.indexOf(complete), "先行的一屏应当画在完整的一屏之前");
+    assert.doesNotMatch(pending, /监视中/, "先行的一屏不是这次运行的最后一屏");
+    // 真实的数字在 npm run bench 里；这里的上限宽到繁忙的 CI 机器也够
+    assert.ok(latency < 5_000, `保存到第一处偏差用了 ${Math.round(latency)} ms`);
+  } finally {
+    assert.equal(await watch.interrupt(), 0, watch.stderr);
+  }
 });
 
 test("编辑器临时文件的名字", () => {

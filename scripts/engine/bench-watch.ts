@@ -17,7 +17,9 @@ export interface WatchSamples {
   passing: number[];
 }
 
-const SCREEN_END = /监视中（(文件事件|轮询)）：[^\n]*\n/g;
+/** 一屏的最后一行：跑完的一屏以监视说明结束；先行画出的一屏（第一处偏差已定）以“其余测试还在运行”结束。 */
+const FINAL_END = /监视中（(文件事件|轮询)）：[^\n]*\n/;
+const ANY_END = /(监视中（(文件事件|轮询)）：|其余测试还在运行)[^\n]*\n/;
 
 export async function watchLatency(kitRoot: string, chapter: Chapter, dir: string, runs: number, env: NodeJS.ProcessEnv): Promise<WatchSamples> {
   const child = spawn(process.execPath, [path.join(kitRoot, "scripts", "launch.mjs"), "watch", chapter.id, dir], {
@@ -34,16 +36,18 @@ export async function watchLatency(kitRoot: string, chapter: Chapter, dir: strin
   });
   child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
   const closed = new Promise<void>((resolve) => child.on("close", () => resolve()));
-  const screens = () => [...stdout.matchAll(SCREEN_END)].length;
-  const screen = async (n: number): Promise<string> => {
+  /** 等 from 之后画完的一屏里出现 wanted（final 为真时只看跑完的屏），交回那一屏。 */
+  const screen = async (from: number, wanted: RegExp, final: boolean): Promise<string> => {
     const deadline = Date.now() + 60_000;
-    while (screens() < n) {
+    for (;;) {
+      const screens = stdout.slice(from).split("─".repeat(60)).filter((text) => (final ? FINAL_END : ANY_END).test(text));
+      const found = screens.find((text) => wanted.test(text));
+      if (found !== undefined) return found;
       if (child.exitCode !== null || Date.now() > deadline) {
-        throw new CourseError("BENCH_WATCH_FAILED", `watch 没有画出第 ${n} 屏：${stderr.trim().split("\n")[0] ?? ""}`);
+        throw new CourseError("BENCH_WATCH_FAILED", `watch 没有画出预期的一屏（${wanted.source}）：${stderr.trim().split("\n")[0] ?? ""}`);
       }
       await Promise.race([new Promise<void>((resolve) => waiters.push(resolve)), new Promise((resolve) => setTimeout(resolve, 200))]);
     }
-    return stdout.split("─".repeat(60)).at(-1) ?? "";
   };
 
   const originals = new Map(chapter.fault.mutations.map((mutation) => [mutation.file, readFileSync(path.join(dir, mutation.file), "utf8")]));
@@ -57,21 +61,21 @@ export async function watchLatency(kitRoot: string, chapter: Chapter, dir: strin
   };
   const samples: WatchSamples = { failing: [], passing: [] };
   try {
-    let shown = 1;
-    await screen(shown);
+    await screen(0, /./, true);
     for (let run = 0; run < runs; run++) {
       await new Promise((resolve) => setTimeout(resolve, 300)); // 像人一样：两次保存之间总有停顿
+      let from = stdout.length;
       let started = performance.now();
       save(broken);
-      const failing = await screen(++shown);
+      await screen(from, /第一处偏差/, false); // 先行的一屏或跑完的一屏，哪个先到算哪个
       samples.failing.push(performance.now() - started);
-      if (!/第一处偏差/.test(failing)) throw new CourseError("BENCH_WATCH_FAILED", "故障实验的改动没有让 watch 显示偏差");
+      if (!/第一处偏差/.test(await screen(from, /./, true))) throw new CourseError("BENCH_WATCH_FAILED", "故障实验的改动跑完后 watch 没有显示偏差");
       await new Promise((resolve) => setTimeout(resolve, 300));
+      from = stdout.length;
       started = performance.now();
       save(originals);
-      const passing = await screen(++shown);
+      await screen(from, /聚焦测试全部通过/, true);
       samples.passing.push(performance.now() - started);
-      if (!/聚焦测试全部通过/.test(passing)) throw new CourseError("BENCH_WATCH_FAILED", "改回去之后 watch 没有显示全部通过");
     }
   } finally {
     save(originals);

@@ -65,6 +65,19 @@ export function patternsToIsolate(chapter: Chapter, focused: readonly TestOutcom
   return [...patterns];
 }
 
+/**
+ * 测试还在一项项报回来时，能不能先定下结论：有一个实践里已经有测试失败，排在它前面的实践都已报齐并全部通过。
+ * 聚焦测试按文件顺序逐项运行、各实践的测试在文件里依次排列，之后的结果改变不了“第一处偏差在这里”；
+ * watch 据此不等整个文件跑完就先画出这一屏。定不下来时是 undefined。
+ */
+export function settledFailure(chapter: Chapter, partial: readonly TestOutcome[]): LabResult | undefined {
+  for (const result of labResults(chapter, partial)) {
+    if (result.firstFailure) return result;
+    if (!result.ok) return undefined; // 这个实践还没报齐
+  }
+  return undefined;
+}
+
 /** 第一个还没通过的实践：watch 的“当前实践”、hint 的默认实践。 */
 export function currentLab(results: readonly LabResult[]): LabResult | undefined {
   return results.find((result) => !result.ok);

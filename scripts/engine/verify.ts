@@ -3,7 +3,7 @@ import path from "node:path";
 
 import type { Chapter } from "./chapters.js";
 import { practiceStart, readCommittedFile, type CourseHistory } from "./history.js";
-import { firstDeviation, labResults, patternsToIsolate, type Deviation, type EarlierResult, type LabResult, type TestFileChange } from "./labs.js";
+import { firstDeviation, labResults, patternsToIsolate, settledFailure, type Deviation, type EarlierResult, type LabResult, type TestFileChange } from "./labs.js";
 import { defaultPracticeDir, readPracticeMarker } from "./practice.js";
 import type { Progress } from "./progress.js";
 import { buildProject, compiledTestPath, failureLocation, isFileFailure, runTests, type BuildResult, type TestOutcome, type TestReport } from "./runner.js";
@@ -27,6 +27,15 @@ export interface PracticeCheck {
   deviation?: Deviation;
   /** 编译干净、每个实践计数准确、更早章节全绿、测试文件原样：可以点亮。 */
   passed: boolean;
+  /** 先行的结论（见 CheckOptions.onSettled）：第一处偏差已定，其余测试还在运行。 */
+  pending?: boolean;
+}
+
+export interface RunFileOptions {
+  pattern?: string;
+  signal?: AbortSignal;
+  /** 每项测试一有结果就报告（可以不支持：那样就只有最后的报告）。 */
+  onOutcome?: (outcome: TestOutcome) => void;
 }
 
 export interface CheckOptions {
@@ -38,7 +47,12 @@ export interface CheckOptions {
   integrity?: { kitRoot: string; history: CourseHistory };
   signal?: AbortSignal;
   /** 换一种方式运行单个测试文件（watch 用预热的进程）；默认是 runner.runTests。 */
-  runFile?: (file: string, options: { pattern?: string; signal?: AbortSignal }) => Promise<TestReport>;
+  runFile?: (file: string, options: RunFileOptions) => Promise<TestReport>;
+  /**
+   * 只跑聚焦测试时：测试还没跑完、第一处偏差就已经确定（见 labs.settledFailure），先把这个结论交出来
+   * （pending 为真）。最终结果照常由返回值给出。需要 runFile 逐项报告结果（RunFileOptions.onOutcome）。
+   */
+  onSettled?: (check: PracticeCheck) => void;
   /** 已经编译好的结果（watch 一直开着的编译器给出的那一轮）：给了就不再冷启动 tsc。 */
   compiled?: { build: BuildResult; ms: number };
 }
@@ -63,12 +77,12 @@ export async function checkPractice(options: CheckOptions): Promise<PracticeChec
   const earlierFiles = new Map(earlierChapters.map((other) => [compiledTestPath(dir, other.focusedTest.path), other]));
   const files = [focusedFile, ...earlierFiles.keys()].filter((file) => existsSync(file));
   const testStarted = performance.now();
-  const runFile = options.runFile ?? ((file: string, more: { pattern?: string; signal?: AbortSignal }) => runTests([file], more));
+  const runFile = options.runFile ?? ((file: string, more: RunFileOptions) => runTests([file], more));
   const report =
     files.length === 0
       ? { tests: [], passed: 0, failed: 0 }
       : files.length === 1 && files[0] !== undefined
-        ? await runFile(files[0], signalOption)
+        ? await runFile(files[0], { ...signalOption, ...settleEarly(options, build, buildMs, focusedFile) })
         : await runTests(files, signalOption);
   const focused = report.tests.filter((test) => test.file === focusedFile);
   // 有失败时，按实践的 pattern 单独再跑一次：一个挂住的测试不该连累别的实践
@@ -98,6 +112,28 @@ export async function checkPractice(options: CheckOptions): Promise<PracticeChec
     labs.every((lab) => lab.ok) &&
     earlier.every((result) => result.ok);
   return { chapter, dir, build, buildMs, testMs, focused, labs, earlier, missing, modified, ...(deviation ? { deviation } : {}), passed };
+}
+
+/** 逐项收下聚焦测试的结果；第一处偏差一确定，就交给 onSettled（只交一次）。 */
+function settleEarly(options: CheckOptions, build: BuildResult, buildMs: number, focusedFile: string): Pick<RunFileOptions, "onOutcome"> {
+  const { onSettled, chapter, dir } = options;
+  if (!onSettled || !build.ok || options.scope !== "focused") return {};
+  const arrived: TestOutcome[] = [];
+  let settled = false;
+  return {
+    onOutcome(outcome) {
+      if (settled || outcome.file !== focusedFile) return;
+      arrived.push(outcome);
+      if (outcome.ok || isFileFailure(outcome)) return;
+      const lab = settledFailure(chapter, arrived);
+      if (!lab?.firstFailure) return;
+      settled = true;
+      const location = failureLocation(lab.firstFailure, dir);
+      const deviation: Deviation = { kind: "test", test: lab.firstFailure, chapter, lab: lab.lab, ...(location ? { location } : {}) };
+      const labs = labResults(chapter, arrived);
+      onSettled({ chapter, dir, build, buildMs, testMs: 0, focused: [...arrived], labs, earlier: [], missing: [], modified: [], deviation, passed: false, pending: true });
+    },
+  };
 }
 
 /**

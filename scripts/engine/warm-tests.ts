@@ -2,6 +2,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 import { reviveOutcome, type TestOutcome, type TestReport } from "./runner.js";
+import type { RunFileOptions } from "./verify.js";
 
 /**
  * watch 用的预热测试进程：每种运行（整个文件、或某个实践的 --test-name-pattern）
@@ -28,7 +29,7 @@ export class WarmTests {
   }
 
   /** 与 runner.runTests 相同的约定；只运行一个文件。 */
-  run(file: string, options: { pattern?: string; signal?: AbortSignal } = {}): Promise<TestReport> {
+  run(file: string, options: RunFileOptions = {}): Promise<TestReport> {
     const key = options.pattern ?? "";
     const waiting = this.idle.get(key);
     this.idle.delete(key);
@@ -39,7 +40,16 @@ export class WarmTests {
       let stderr = "";
       const abort = () => child.kill();
       options.signal?.addEventListener("abort", abort, { once: true });
-      child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+      let reported = 0; // stdout 里已经逐项报告过的部分
+      child.stdout.on("data", (chunk: Buffer) => {
+        stdout += chunk.toString("utf8");
+        const complete = stdout.lastIndexOf("\n") + 1;
+        if (!options.onOutcome || complete <= reported) return;
+        for (const record of recordsIn(stdout.slice(reported, complete))) {
+          if (!record.skipped) options.onOutcome({ ...withoutSkipped(record), file });
+        }
+        reported = complete;
+      });
       child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
       child.on("error", reject);
       child.on("close", () => {
@@ -49,16 +59,13 @@ export class WarmTests {
           reject(options.signal.reason ?? new Error("aborted"));
           return;
         }
-        const records = stdout
-          .split("\n")
-          .filter((line) => line.startsWith(RECORD_PREFIX))
-          .map((line) => reviveOutcome(JSON.parse(line.slice(RECORD_PREFIX.length)) as TestOutcome & { skipped: boolean }));
+        const records = recordsIn(stdout);
         if (records.length === 0 && stderr.trim() !== "") {
           // 没有任何记录：进程在测试开始前就崩了，把它的第一行错误当作文件没能运行
           const reason = stderr.split("\n").find((line) => /^(\w*Error\b|Error \[)/.test(line.trim())) ?? stderr.trim().split("\n")[0];
           records.push({ name: file, file, ok: false, skipped: false, message: reason?.trim() ?? "测试进程异常退出" });
         }
-        const tests = records.filter((record) => !record.skipped).map(({ skipped: _skipped, ...outcome }) => outcome);
+        const tests = records.filter((record) => !record.skipped).map(withoutSkipped);
         const passed = tests.filter((test) => test.ok).length;
         resolve({ tests, passed, failed: tests.length - passed });
       });
@@ -95,4 +102,18 @@ export class WarmTests {
     child.stdin.on("error", () => {}); // 进程已经退出时写入会 EPIPE：结果由 close 事件处理
     return child;
   }
+}
+
+type RecordedOutcome = TestOutcome & { skipped: boolean };
+
+/** 报告器写出的记录行（带前缀的 JSON）；测试自己打印的行不算。 */
+function recordsIn(text: string): RecordedOutcome[] {
+  return text
+    .split("\n")
+    .filter((line) => line.startsWith(RECORD_PREFIX))
+    .map((line) => reviveOutcome(JSON.parse(line.slice(RECORD_PREFIX.length)) as RecordedOutcome));
+}
+
+function withoutSkipped({ skipped: _skipped, ...outcome }: RecordedOutcome): TestOutcome {
+  return outcome;
 }
