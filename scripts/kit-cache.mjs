@@ -10,12 +10,13 @@ import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 
 /** 副本根目录里的标记文件：写着套件根目录（scripts/engine/paths.ts 从这里读 KIT_ROOT）。 */
 export const COMPILED_KIT_MARKER = "compiled-kit.json";
 const CONFIG = "scripts/ci/tsconfig.kit.json";
-/** 过期副本留多久再清理：正在运行的旧命令可能还要按需加载里面的模块。 */
-const STALE_AFTER_MS = 24 * 60 * 60 * 1000;
+/** 同一套件的旧副本留多久再清理：正在运行的旧命令可能还要按需加载里面的模块。 */
+const STALE_AFTER_MS = 60 * 60 * 1000;
 
 export function compiledKitCache(kitRoot) {
   return path.join(kitRoot, "node_modules", ".cache", "pi-course-kit");
@@ -57,7 +58,7 @@ export function freshCompiledKit(kitRoot) {
 async function tscCommand(kitRoot) {
   const typescript = path.join(kitRoot, "node_modules", "typescript");
   try {
-    const { default: exePath } = await import(new URL(`file://${path.join(typescript, "lib", "getExePath.js")}`).href);
+    const { default: exePath } = await import(pathToFileURL(path.join(typescript, "lib", "getExePath.js")).href);
     const exe = exePath();
     if (existsSync(exe)) return { file: exe, args: [] };
   } catch {
@@ -96,19 +97,33 @@ export async function compileKit(kitRoot) {
   } finally {
     rmSync(temporary, { recursive: true, force: true });
   }
-  pruneStale(cache, dir);
+  pruneStale(cache, kitRoot, dir);
   return dir;
 }
 
-/** 删掉一天以上没动过的旧副本与没写完的临时目录（被中断的编译留下的）。 */
-function pruneStale(cache, keep) {
+/**
+ * 清理用不到的副本：套件目录已经不在了的（例如测试里的临时克隆），同一套件较早源码的（一小时之前编译的：
+ * 正在运行的旧命令可能还要按需加载里面的模块），以及被中断的编译留下的临时目录。
+ */
+function pruneStale(cache, kitRoot, keep) {
   for (const entry of readdirSync(cache, { withFileTypes: true })) {
     const full = path.join(cache, entry.name);
     if (!entry.isDirectory() || full === keep) continue;
     try {
-      if (Date.now() - statSync(full).mtimeMs > STALE_AFTER_MS) rmSync(full, { recursive: true, force: true });
+      const old = Date.now() - statSync(full).mtimeMs > STALE_AFTER_MS;
+      const owner = entry.name.includes(".tmp-") ? undefined : markerOf(full)?.kitRoot;
+      const unused = owner === undefined ? old : !existsSync(owner) || (owner === kitRoot && old);
+      if (unused) rmSync(full, { recursive: true, force: true });
     } catch {
       // 同时有别的命令在清理
     }
+  }
+}
+
+function markerOf(dir) {
+  try {
+    return JSON.parse(readFileSync(path.join(dir, COMPILED_KIT_MARKER), "utf8"));
+  } catch {
+    return undefined;
   }
 }
