@@ -110,6 +110,7 @@ await runCommand(async () => {
     const tsc7: number[] = [];
     const tsc59: number[] = [];
     const testOnly: number[] = [];
+    const testOwn: number[] = [];
     for (let run = 1; run <= runs; run++) {
       say(`学习循环 ${run}/${runs}`);
       const a = await documentedLoop(dir, chapter);
@@ -121,7 +122,9 @@ await runCommand(async () => {
       }
       tsc7.push(await compileOnce(dir));
       tsc59.push(await compileOnce(dir, TS59));
-      testOnly.push(await focusedTestOnce(dir, chapter));
+      const once = await focusedTestOnce(dir, chapter);
+      testOnly.push(once.wallMs);
+      testOwn.push(once.ownMs);
     }
     rows.push(row("loop-ts7", `学习循环 · TS 7（第 ${chapter.id} 章，课文的命令）`, ts7.total, TARGETS.loop));
     rows.push(row("loop-ts7-build", "  其中 npm run build -w @pi/course", ts7.build));
@@ -130,7 +133,8 @@ await runCommand(async () => {
     rows.push(row("loop-ts59", "学习循环 · TS 5.9（同一命令、同一测试）", ts59.total));
     rows.push(row("loop-ts59-build", "  其中 npm run build -w @pi/course", ts59.build));
     rows.push(row("loop-ts59-tsc", "    其中 tsc 本身", tsc59));
-    rows.push(row("test-runner", "聚焦测试经 node:test run()（verify 的方式）", testOnly));
+    rows.push(row("test-runner", "聚焦测试单独直接运行（verify 与 watch 的方式）", testOnly));
+    rows.push(row("test-own", "  其中各项测试自己的用时（node:test 报告的之和）", testOwn));
     const ratios = ts59.total.map((value, index) => value / (ts7.total[index] ?? Number.NaN));
     const ratio = median(ts59.total) / median(ts7.total);
     rows.push({ id: "loop-ratio", label: "TS 5.9 ÷ TS 7（学习循环）", samples: ratios, value: ratio, unit: "x", target: TARGETS.ratio, pass: meets(TARGETS.ratio, ratio) });

@@ -61,6 +61,7 @@ test("bench 跑一遍（第 03 章，每项 1 次）：打印性能目标表，�
       "loop-ts59-build",
       "loop-ts59-tsc",
       "test-runner",
+      "test-own",
       "loop-ratio",
       "watch-03",
       "watch-03-pass",

@@ -89,14 +89,18 @@ export async function compileOnce(dir: string, tsc?: string): Promise<number> {
   return performance.now() - started;
 }
 
-/** 测试只跑一次，不计编译：学习循环里测试本身占多少。 */
-export async function focusedTestOnce(dir: string, chapter: Chapter): Promise<number> {
+/**
+ * 测试只跑一次，不计编译：学习循环里测试本身占多少。wallMs 是整个进程，ownMs 是 node:test 报告的各项测试用时之和
+ * （两者之差是启动 node、加载模块的开销）。
+ */
+export async function focusedTestOnce(dir: string, chapter: Chapter): Promise<{ wallMs: number; ownMs: number }> {
   const started = performance.now();
-  const report = await runTests([compiledTestPath(dir, chapter.focusedTest.path)]);
+  const report = await runTests([compiledTestPath(dir, chapter.focusedTest.path)], { direct: true });
   if (report.failed > 0 || report.passed !== chapter.focusedTest.count) {
     throw new CourseError("BENCH_TESTS_FAILED", `bench 的练习目录里聚焦测试没有全部通过（${report.passed}/${report.tests.length}）`);
   }
-  return performance.now() - started;
+  const wallMs = performance.now() - started;
+  return { wallMs, ownMs: report.tests.reduce((sum, test) => sum + (test.ms ?? 0), 0) };
 }
 
 function npmCommand(): string {

@@ -9,7 +9,7 @@ export default async function* report(source) {
     const { data } = event;
     if (data.details?.type === "suite") continue;
     const file = process.env.PI_COURSE_TEST_FILE ?? data.file ?? "";
-    const record = { name: data.name, file, ok: event.type === "test:pass", skipped: data.skip !== undefined };
+    const record = { name: data.name, file, ok: event.type === "test:pass", skipped: data.skip !== undefined, ms: data.details?.duration_ms };
     if (!record.ok) Object.assign(record, failureOf(data.details?.error));
     if (!record.ok && data.details?.error?.failureType) record.failureType = data.details.error.failureType;
     yield `${RECORD_PREFIX}${JSON.stringify(record)}\n`;

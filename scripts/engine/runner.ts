@@ -31,6 +31,8 @@ export interface TestOutcome {
   expected?: unknown;
   /** 失败时错误的堆栈（原文），用来找出错的位置，见 failureLocation。 */
   stack?: string;
+  /** node:test 报告的这项测试自己的用时（毫秒）；直接运行时才有（bench 用它说明时间花在哪里）。 */
+  ms?: number;
 }
 
 export interface TestReport {
