@@ -14,12 +14,13 @@ import { SYLLABUS } from "../scripts/engine/syllabus.js";
 const work = tempDir("reflexes");
 after(() => work.remove());
 
-/** 一棵目录树的全部相对路径（不跟随符号链接）。 */
+/** 一棵目录树的全部相对路径（不跟随符号链接）；顶层的 .cache（套件命令的编译副本等，随用随建）不算依赖文件。 */
 function listTree(root: string): string[] {
   const out: string[] = [];
   const walk = (dir: string, prefix: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const relative = `${prefix}${entry.name}`;
+      if (relative === ".cache") continue;
       out.push(relative);
       if (entry.isDirectory()) walk(path.join(dir, entry.name), `${relative}/`);
     }

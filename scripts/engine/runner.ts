@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { SourceMap } from "node:module";
+import { availableParallelism } from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -146,6 +147,26 @@ export async function runTests(
     options.stopAtFirstFailure && first.some((outcome) => !outcome.ok)
       ? classifyHangs(first).map(({ unstarted: _unstarted, failureType: _failureType, ...outcome }) => outcome)
       : await settleHangs(first, (again, pattern) => runOnce(again, { ...options, pattern }));
+  const passed = tests.filter((test) => test.ok).length;
+  return { tests, passed, failed: tests.length - passed };
+}
+
+/**
+ * 几个测试文件：每个各用一个 node 进程直接运行（RunOptions.direct），几个同时跑。经 node:test 的 run()
+ * 要多一个驱动进程，每个文件还要多启动一次 node；verify 一次跑九个文件，两核机器上这些启动比大多数章节的测试本身还贵。
+ * 不全部同时开：章节测试里有几百毫秒的计时，开太多进程会让它们互相拖到超时（两核机器上同时 3 个）。
+ * 先开第一个文件（verify 的聚焦测试），再从后往前（后面的章节测试多、跑得久）；报告仍按 files 的顺序。
+ */
+export async function runFilesApart(files: readonly string[], options: Omit<RunOptions, "direct" | "pattern"> = {}): Promise<TestReport> {
+  const queue = [files[0], ...files.slice(1).reverse()].filter((file): file is string => file !== undefined);
+  const reports = new Map<string, TestReport>();
+  const worker = async () => {
+    for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
+      reports.set(file, await runTests([file], { ...options, direct: true }));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(availableParallelism() + 1, files.length) }, worker));
+  const tests = files.flatMap((file) => reports.get(file)?.tests ?? []);
   const passed = tests.filter((test) => test.ok).length;
   return { tests, passed, failed: tests.length - passed };
 }

@@ -10,7 +10,7 @@ import { citedHashes, lintLesson } from "./lesson.js";
 import { COURSE_PACKAGE } from "./paths.js";
 import { linkTarget } from "./links.js";
 import { createPractice, GUIDE_FILE, linkDependencies, PRACTICE_MARKER } from "./practice.js";
-import { buildProject, compiledTestPath, failureMentions, runTests, type BuildResult, type TestReport } from "./runner.js";
+import { buildProject, compiledTestPath, failureMentions, runFilesApart, runTests, type BuildResult, type TestReport } from "./runner.js";
 import { cutStarter, practiceTeachingFiles, targetTeachingFiles } from "./starter.js";
 
 /**
@@ -310,7 +310,7 @@ export async function checkEarlierChapters(ctx: SelfCheckContext, chapter: Chapt
   if (earlier.length === 0) return [];
   const build = await buildClean(dir);
   if (!build.ok) return [`目标编译失败：${describeBuild(build.errors)}`];
-  const report = await runTests(earlier.map((other) => compiledTestPath(dir, other.focusedTest.path)));
+  const report = await runFilesApart(earlier.map((other) => compiledTestPath(dir, other.focusedTest.path)));
   const problems = report.tests.filter((test) => !test.ok).map((test) => `更早章节的测试失败「${test.name}」：${test.message ?? ""}`);
   for (const other of earlier) {
     const ran = report.tests.filter((test) => test.file === compiledTestPath(dir, other.focusedTest.path)).length;
@@ -516,8 +516,8 @@ export function checkLesson(ctx: SelfCheckContext, chapter: Chapter): string[] {
 // ── 共用 ────────────────────────────────────────────────────────
 
 /**
- * 自检里只跑一个文件的运行都直接用 node 运行它（runner 的 RunOptions.direct）：少一个驱动进程，结果的记录相同。
- * 几个文件一起跑的（承诺 4 的更早章节）仍经驱动，由它并行。
+ * 自检里的运行都直接用 node 运行测试文件（runner 的 RunOptions.direct）：少一个驱动进程，结果的记录相同；
+ * 几个文件一起跑的（承诺 4 的更早章节）经 runFilesApart，各自一个进程、几个同时跑。
  */
 const DIRECT = { direct: true } as const;
 

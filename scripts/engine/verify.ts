@@ -1,5 +1,4 @@
 import { existsSync, readFileSync } from "node:fs";
-import { availableParallelism } from "node:os";
 import path from "node:path";
 
 import type { Chapter } from "./chapters.js";
@@ -7,7 +6,7 @@ import { practiceStart, readCommittedFile, type CourseHistory } from "./history.
 import { firstDeviation, labResults, patternsToIsolate, settledFailure, type Deviation, type EarlierResult, type LabResult, type TestFileChange } from "./labs.js";
 import { defaultPracticeDir, readPracticeMarker } from "./practice.js";
 import type { Progress } from "./progress.js";
-import { buildProject, compiledTestPath, failureLocation, isFileFailure, runTests, type BuildResult, type TestOutcome, type TestReport } from "./runner.js";
+import { buildProject, compiledTestPath, failureLocation, isFileFailure, runFilesApart, runTests, type BuildResult, type TestOutcome, type TestReport } from "./runner.js";
 
 /**
  * 检查一个练习目录：编译、运行测试、按实践归类、找出第一处偏差。
@@ -84,7 +83,7 @@ export async function checkPractice(options: CheckOptions): Promise<PracticeChec
       ? { tests: [], passed: 0, failed: 0 }
       : files.length === 1 && files[0] !== undefined
         ? await runFile(files[0], { ...signalOption, ...settleEarly(options, build, buildMs, focusedFile) })
-        : await runEach(files, signalOption);
+        : await runFilesApart(files, signalOption);
   const focused = report.tests.filter((test) => test.file === focusedFile);
   // 有失败时，按实践的 pattern 单独再跑一次：一个挂住的测试不该连累别的实践
   const isolated = new Map<string, TestOutcome[]>();
@@ -113,26 +112,6 @@ export async function checkPractice(options: CheckOptions): Promise<PracticeChec
     labs.every((lab) => lab.ok) &&
     earlier.every((result) => result.ok);
   return { chapter, dir, build, buildMs, testMs, focused, labs, earlier, missing, modified, ...(deviation ? { deviation } : {}), passed };
-}
-
-/**
- * 每个测试文件各用一个 node 进程直接运行（runner 的 RunOptions.direct），几个同时跑。经 node:test 的 run()
- * 要多一个驱动进程，每个文件还要多启动一次；verify 一次跑九个文件，两核机器上这些启动比大多数章节的测试本身还贵。
- * 不全部同时开：章节测试里有几百毫秒的计时，开太多进程会让它们互相拖到超时（两核机器上同时 3 个）。
- * 先开聚焦测试，再从后往前开更早章节的（后面的章节测试多、跑得久）；报告仍按 files 的顺序。
- */
-async function runEach(files: readonly string[], options: { signal?: AbortSignal }): Promise<TestReport> {
-  const queue = [files[0], ...files.slice(1).reverse()].filter((file): file is string => file !== undefined);
-  const reports = new Map<string, TestReport>();
-  const worker = async () => {
-    for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
-      reports.set(file, await runTests([file], { ...options, direct: true }));
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(availableParallelism() + 1, files.length) }, worker));
-  const tests = files.flatMap((file) => reports.get(file)?.tests ?? []);
-  const passed = tests.filter((test) => test.ok).length;
-  return { tests, passed, failed: tests.length - passed };
 }
 
 /** 逐项收下聚焦测试的结果；第一处偏差一确定，就交给 onSettled（只交一次）。 */
