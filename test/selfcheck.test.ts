@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, test } from "node:test";
 
 import { loadChapters } from "../scripts/engine/chapters.ts";
-import { ensureHistory, type CourseHistory } from "../scripts/engine/history.ts";
+import { ensureHistory, readCommittedFile, type CourseHistory } from "../scripts/engine/history.ts";
 import { LESSONS_DIR } from "../scripts/engine/paths.ts";
 import {
   checkCompileFails,
@@ -46,8 +46,12 @@ test("变异测试会抓住活下来的变异：只改注释的“变异”被�
   const file = "packages/pi-course/src/trace-events.ts";
   const harmless = { rule: "只改一行注释", file, find: "// ── 在边界上解析 unknown", replace: "// ── 改过的注释" };
   const missing = { rule: "原文不存在", file, find: "这段原文不在文件里", replace: "x" };
+  const emitted = path.join(dir, "packages/pi-course/dist/src/trace-events.js");
   const problems = await checkMutations({ ...chapter, mutations: [harmless, missing] }, dir);
   assert.equal(problems.length, 2, problems.join("\n"));
+  // 变异换进 dist 的 JS 与改过的源文件都换回了原样
+  assert.equal(readFileSync(path.join(dir, file), "utf8"), await readCommittedFile(KIT, history.chapters["01"]!.target, file));
+  assert.match(readFileSync(emitted, "utf8"), /\/\/# sourceMappingURL=trace-events\.js\.map\s*$/);
   assert.match(problems[0]!, /变异 1（只改一行注释）之后聚焦测试仍然 \d+\/\d+ 全绿/);
   assert.match(problems[1]!, /变异 2（原文不存在）的原文在 .* 里出现 0 次/);
   assert.deepEqual(await checkMutations({ ...chapter, mutations: [] }, dir), [

@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 import { focusedGlob } from "./card.js";
-import { HINT_LEVEL_NAMES, HINT_LEVELS, type Chapter, type TestRun } from "./chapters.js";
+import { HINT_LEVEL_NAMES, HINT_LEVELS, type Chapter, type RuleMutation, type TestRun } from "./chapters.js";
 import { checkoutTree, listCommittedFiles, practiceStart, readCommittedFile, shortHash, type CourseHistory } from "./history.js";
 import { citedHashes, lintLesson } from "./lesson.js";
 import { COURSE_PACKAGE } from "./paths.js";
@@ -298,11 +298,24 @@ export async function checkTarget(chapter: Chapter, dir: string): Promise<string
   if (!build.ok) return [`目标编译失败：${describeBuild(build.errors)}`];
   const focused = compiledTestPath(dir, chapter.focusedTest.path);
   const count = chapter.focusedTest.count;
-  const problems = expectCounts(await runTests([focused], DIRECT), { expect: { pass: count, total: count } }, "聚焦测试");
-  for (const lab of chapter.labs) {
-    for (const run of lab.runs) problems.push(...expectCounts(await runTests([focused], patternOf(run)), run, `实践 ${lab.id}`));
-  }
-  return problems;
+  const whole: { run: TestRun; label: string } = { run: { expect: { pass: count, total: count } }, label: "聚焦测试" };
+  const runs = [whole, ...chapter.labs.flatMap((lab) => lab.runs.map((run) => ({ run, label: `实践 ${lab.id}` })))];
+  const reports = await mapTwoAtATime(runs, ({ run }) => runTests([focused], patternOf(run)));
+  return runs.flatMap(({ run, label }, index) => expectCounts(reports[index]!, run, label));
+}
+
+/**
+ * 同一份编译结果上互不相干的几次测试运行，两个两个地跑：章节测试有不少时间在等计时器和子进程，
+ * 两个一起跑几乎不多花 CPU。结果按 items 的顺序交回。
+ */
+async function mapTwoAtATime<T, R>(items: readonly T[], work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    for (let index = next++; index < items.length; index = next++) results[index] = await work(items[index]!);
+  };
+  await Promise.all([worker(), worker()]);
+  return results;
 }
 
 export async function checkEarlierChapters(ctx: SelfCheckContext, chapter: Chapter, dir: string): Promise<string[]> {
@@ -395,7 +408,8 @@ export async function checkRegions(ctx: SelfCheckContext, chapter: Chapter, name
     const build = await buildProject(dir, { incremental: buildInfoPath(dir) });
     if (!build.ok) return [...problems, `${stage}编译失败：${describeBuild(build.errors)}`];
     if (lab !== undefined) {
-      for (const run of lab.runs) problems.push(...expectCounts(await runTests([focused], patternOf(run)), run, stage));
+      const reports = await mapTwoAtATime(lab.runs, (run) => runTests([focused], patternOf(run)));
+      lab.runs.forEach((run, index) => problems.push(...expectCounts(reports[index]!, run, stage)));
       continue;
     }
     const first = chapter.labs[0];
@@ -433,40 +447,59 @@ const MUTANT_TIMEOUT_MS = 15_000;
  * 在目标代码上逐条施加 chapter.json 的 mutations：每条都破坏课文说出的一条规则，
  * 聚焦测试必须因此变红；一条变异活下来，说明那条规则没有被测试守住。每条做完都改回原样。
  */
+/** 同时检验几条变异：变异多半是在等（挂住的测试要等到它自己的时限），不太占 CPU。 */
+const MUTANT_WORKERS = 2;
+
 export async function checkMutations(chapter: Chapter, dir: string): Promise<string[]> {
   if (chapter.mutations.length === 0) return ["chapter.json 没有列出 mutations：课文说出的每条规则都要有一条让聚焦测试变红的变异"];
-  const focused = compiledTestPath(dir, chapter.focusedTest.path);
-  const problems: string[] = [];
   // 目标已经编译干净（承诺 3 刚编译过就不再编译）。每条变异只改一个 .ts 文件，所以不再跑 tsc：
   // 把这一个文件单独转成 JS，换掉 dist 里它的 .js，测完换回原来的字节。变异后的代码可以有类型错误，
   // 测试本来就按编译出的 JS 运行；转换只是去掉类型，与 tsc 写出的 JS 行为相同（目标是 es2022，没有装饰器）。
   const build = await buildClean(dir);
   if (!build.ok) return [`目标编译失败：${describeBuild(build.errors)}`];
-  for (const [index, mutation] of chapter.mutations.entries()) {
-    const label = `变异 ${index + 1}（${mutation.rule}）`;
-    const problem = await withReplacement(dir, mutation, label, async (mutated) => {
-      const emitted = compiledTestPath(dir, mutation.file);
-      if (!mutation.file.endsWith(".ts") || !existsSync(emitted)) return `${label}要改的 ${mutation.file} 不是编译进 dist 的 .ts 文件`;
-      const original = readFileSync(emitted);
-      writeFileSync(emitted, await stripTypes(mutated, mutation.file));
-      try {
-        // 只问还是不是全绿：第一项失败就足以判定这条变异被抓住，不再等其余测试和挂住的测试进程。
-        // 先只跑改动所在文件的那几个实践的测试（多半就是它们守着这条规则，不必先等别的实践里慢的测试）；
-        // 它们全绿时再跑整个文件，结论与只跑整个文件相同（承诺 3 已确认每个实践单独运行时全绿）。
-        const owners = ownerPattern(chapter, mutation.file);
-        const run = (pattern?: string) =>
-          runTests([focused], { timeoutMs: MUTANT_TIMEOUT_MS, stopAtFirstFailure: true, direct: true, ...(pattern === undefined ? {} : { pattern }) });
-        if (owners !== undefined && hasFailure(await run(owners))) return undefined;
-        const report = await run();
-        if (report.tests.length > 0 && !hasFailure(report)) return `${label}之后聚焦测试仍然 ${report.passed}/${report.tests.length} 全绿：没有测试守住这条规则`;
-        return undefined;
-      } finally {
-        writeFileSync(emitted, original);
-      }
-    });
-    if (problem !== undefined) problems.push(problem);
+  // 每个工作者在自己的目录副本里改文件，互不干扰；结果按变异的顺序报告
+  const dirs = [dir];
+  for (let worker = 2; worker <= Math.min(MUTANT_WORKERS, chapter.mutations.length); worker++) {
+    const copy = `${dir}-${worker}`;
+    cpSync(dir, copy, { recursive: true, verbatimSymlinks: true });
+    dirs.push(copy);
   }
-  return problems;
+  const problems = new Map<number, string>();
+  const queue = [...chapter.mutations.entries()];
+  await Promise.all(
+    dirs.map(async (workDir) => {
+      for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+        const [index, mutation] = next;
+        const problem = await checkMutation(chapter, workDir, mutation, `变异 ${index + 1}（${mutation.rule}）`);
+        if (problem !== undefined) problems.set(index, problem);
+      }
+    }),
+  );
+  return [...problems.entries()].sort(([a], [b]) => a - b).map(([, problem]) => problem);
+}
+
+async function checkMutation(chapter: Chapter, dir: string, mutation: RuleMutation, label: string): Promise<string | undefined> {
+  const focused = compiledTestPath(dir, chapter.focusedTest.path);
+  return withReplacement(dir, mutation, label, async (mutated) => {
+    const emitted = compiledTestPath(dir, mutation.file);
+    if (!mutation.file.endsWith(".ts") || !existsSync(emitted)) return `${label}要改的 ${mutation.file} 不是编译进 dist 的 .ts 文件`;
+    const original = readFileSync(emitted);
+    writeFileSync(emitted, await stripTypes(mutated, mutation.file));
+    try {
+      // 只问还是不是全绿：第一项失败就足以判定这条变异被抓住，不再等其余测试和挂住的测试进程。
+      // 先只跑改动所在文件的那几个实践的测试（多半就是它们守着这条规则，不必先等别的实践里慢的测试）；
+      // 它们全绿时再跑整个文件，结论与只跑整个文件相同（承诺 3 已确认每个实践单独运行时全绿）。
+      const owners = ownerPattern(chapter, mutation.file);
+      const run = (pattern?: string) =>
+        runTests([focused], { timeoutMs: MUTANT_TIMEOUT_MS, stopAtFirstFailure: true, direct: true, ...(pattern === undefined ? {} : { pattern }) });
+      if (owners !== undefined && hasFailure(await run(owners))) return undefined;
+      const report = await run();
+      if (report.tests.length > 0 && !hasFailure(report)) return `${label}之后聚焦测试仍然 ${report.passed}/${report.tests.length} 全绿：没有测试守住这条规则`;
+      return undefined;
+    } finally {
+      writeFileSync(emitted, original);
+    }
+  });
 }
 
 /** 哪几个实践的 files 里有这个文件：它们各自的测试（第一个 run 的 pattern）合成一个；有一个实践不按 pattern 选测试就是 undefined。 */
