@@ -254,7 +254,7 @@ export async function checkHeldOut(chapter: Chapter, dir: string): Promise<strin
   const tests = heldOut.files
     .filter((file) => file.endsWith(".test.ts"))
     .map((file) => compiledTestPath(dir, `${heldOut.into}/${path.basename(file)}`));
-  return expectCounts(await runTests(tests), { expect: { pass: heldOut.count, total: heldOut.count } }, "留出测试");
+  return expectCounts(await runFilesApart(tests), { expect: { pass: heldOut.count, total: heldOut.count } }, "留出测试");
 }
 
 // ── 承诺 3、4：目标 ─────────────────────────────────────────────
