@@ -6,6 +6,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 import { COURSE_PACKAGE, isInside } from "./paths.js";
+import { mapInPool } from "./pool.js";
 
 export interface TscError {
   file: string;
@@ -158,15 +159,9 @@ export async function runTests(
  * 先开第一个文件（verify 的聚焦测试），再从后往前（后面的章节测试多、跑得久）；报告仍按 files 的顺序。
  */
 export async function runFilesApart(files: readonly string[], options: Omit<RunOptions, "direct" | "pattern"> = {}): Promise<TestReport> {
-  const queue = [files[0], ...files.slice(1).reverse()].filter((file): file is string => file !== undefined);
-  const reports = new Map<string, TestReport>();
-  const worker = async () => {
-    for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
-      reports.set(file, await runTests([file], { ...options, direct: true }));
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(availableParallelism() + 1, files.length) }, worker));
-  const tests = files.flatMap((file) => reports.get(file)?.tests ?? []);
+  const order = [...files.slice(0, 1), ...files.slice(1).reverse()];
+  const reports = await mapInPool(order, availableParallelism() + 1, (file) => runTests([file], { ...options, direct: true }));
+  const tests = files.flatMap((file) => reports[order.indexOf(file)]?.tests ?? []);
   const passed = tests.filter((test) => test.ok).length;
   return { tests, passed, failed: tests.length - passed };
 }

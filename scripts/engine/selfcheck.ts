@@ -11,6 +11,7 @@ import { COURSE_PACKAGE } from "./paths.js";
 import { linkTarget } from "./links.js";
 import { createPractice, GUIDE_FILE, linkDependencies, PRACTICE_MARKER } from "./practice.js";
 import { buildProject, compiledTestPath, failureMentions, runFilesApart, runTests, type BuildResult, type TestReport } from "./runner.js";
+import { mapInPool } from "./pool.js";
 import { cutStarter, practiceTeachingFiles, targetTeachingFiles } from "./starter.js";
 
 /**
@@ -300,22 +301,8 @@ export async function checkTarget(chapter: Chapter, dir: string): Promise<string
   const count = chapter.focusedTest.count;
   const whole: { run: TestRun; label: string } = { run: { expect: { pass: count, total: count } }, label: "聚焦测试" };
   const runs = [whole, ...chapter.labs.flatMap((lab) => lab.runs.map((run) => ({ run, label: `实践 ${lab.id}` })))];
-  const reports = await mapTwoAtATime(runs, ({ run }) => runTests([focused], patternOf(run)));
+  const reports = await mapInPool(runs, TEST_RUNS_AT_ONCE, ({ run }) => runTests([focused], patternOf(run)));
   return runs.flatMap(({ run, label }, index) => expectCounts(reports[index]!, run, label));
-}
-
-/**
- * 同一份编译结果上互不相干的几次测试运行，两个两个地跑：章节测试有不少时间在等计时器和子进程，
- * 两个一起跑几乎不多花 CPU。结果按 items 的顺序交回。
- */
-async function mapTwoAtATime<T, R>(items: readonly T[], work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    for (let index = next++; index < items.length; index = next++) results[index] = await work(items[index]!);
-  };
-  await Promise.all([worker(), worker()]);
-  return results;
 }
 
 export async function checkEarlierChapters(ctx: SelfCheckContext, chapter: Chapter, dir: string): Promise<string[]> {
@@ -408,7 +395,7 @@ export async function checkRegions(ctx: SelfCheckContext, chapter: Chapter, name
     const build = await buildProject(dir, { incremental: buildInfoPath(dir) });
     if (!build.ok) return [...problems, `${stage}编译失败：${describeBuild(build.errors)}`];
     if (lab !== undefined) {
-      const reports = await mapTwoAtATime(lab.runs, (run) => runTests([focused], patternOf(run)));
+      const reports = await mapInPool(lab.runs, TEST_RUNS_AT_ONCE, (run) => runTests([focused], patternOf(run)));
       lab.runs.forEach((run, index) => problems.push(...expectCounts(reports[index]!, run, stage)));
       continue;
     }
@@ -447,9 +434,6 @@ const MUTANT_TIMEOUT_MS = 15_000;
  * 在目标代码上逐条施加 chapter.json 的 mutations：每条都破坏课文说出的一条规则，
  * 聚焦测试必须因此变红；一条变异活下来，说明那条规则没有被测试守住。每条做完都改回原样。
  */
-/** 同时检验几条变异：变异多半是在等（挂住的测试要等到它自己的时限），不太占 CPU。 */
-const MUTANT_WORKERS = 2;
-
 export async function checkMutations(chapter: Chapter, dir: string): Promise<string[]> {
   if (chapter.mutations.length === 0) return ["chapter.json 没有列出 mutations：课文说出的每条规则都要有一条让聚焦测试变红的变异"];
   // 目标已经编译干净（承诺 3 刚编译过就不再编译）。每条变异只改一个 .ts 文件，所以不再跑 tsc：
@@ -457,25 +441,18 @@ export async function checkMutations(chapter: Chapter, dir: string): Promise<str
   // 测试本来就按编译出的 JS 运行；转换只是去掉类型，与 tsc 写出的 JS 行为相同（目标是 es2022，没有装饰器）。
   const build = await buildClean(dir);
   if (!build.ok) return [`目标编译失败：${describeBuild(build.errors)}`];
-  // 每个工作者在自己的目录副本里改文件，互不干扰；结果按变异的顺序报告
+  // 几条变异同时检验，每个工作者在自己的目录副本里改文件，互不干扰；结果按变异的顺序报告
   const dirs = [dir];
-  for (let worker = 2; worker <= Math.min(MUTANT_WORKERS, chapter.mutations.length); worker++) {
-    const copy = `${dir}-${worker}`;
+  for (let worker = 1; worker < Math.min(TEST_RUNS_AT_ONCE, chapter.mutations.length); worker++) {
+    const copy = `${dir}-${worker + 1}`;
     cpSync(dir, copy, { recursive: true, verbatimSymlinks: true });
     dirs.push(copy);
   }
-  const problems = new Map<number, string>();
-  const queue = [...chapter.mutations.entries()];
-  await Promise.all(
-    dirs.map(async (workDir) => {
-      for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
-        const [index, mutation] = next;
-        const problem = await checkMutation(chapter, workDir, mutation, `变异 ${index + 1}（${mutation.rule}）`);
-        if (problem !== undefined) problems.set(index, problem);
-      }
-    }),
+  const indexed = [...chapter.mutations.entries()];
+  const problems = await mapInPool(indexed, dirs.length, ([index, mutation], worker) =>
+    checkMutation(chapter, dirs[worker] ?? dir, mutation, `变异 ${index + 1}（${mutation.rule}）`),
   );
-  return [...problems.entries()].sort(([a], [b]) => a - b).map(([, problem]) => problem);
+  return problems.filter((problem): problem is string => problem !== undefined);
 }
 
 async function checkMutation(chapter: Chapter, dir: string, mutation: RuleMutation, label: string): Promise<string | undefined> {
@@ -580,6 +557,12 @@ export function checkLesson(ctx: SelfCheckContext, chapter: Chapter): string[] {
 }
 
 // ── 共用 ────────────────────────────────────────────────────────
+
+/**
+ * 同一份编译结果上互不相干的测试运行（各实践的 pattern、各条变异）两个一起跑：章节测试有不少时间在等
+ * 计时器和子进程，挂住的变异更是一直在等自己的时限，两个一起跑几乎不多花 CPU。
+ */
+const TEST_RUNS_AT_ONCE = 2;
 
 /**
  * 自检里的运行都直接用 node 运行测试文件（runner 的 RunOptions.direct）：少一个驱动进程，结果的记录相同；

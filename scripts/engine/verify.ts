@@ -46,7 +46,7 @@ export interface CheckOptions {
   /** scope 为 all 时用来核对测试文件是否与课程版本一致。 */
   integrity?: { kitRoot: string; history: CourseHistory };
   signal?: AbortSignal;
-  /** 换一种方式运行单个测试文件（watch 用预热的进程）；默认是 runner.runTests。 */
+  /** 换一种方式运行单个测试文件（watch 用预热的进程）；默认用 runner.runTests 直接运行它。 */
   runFile?: (file: string, options: RunFileOptions) => Promise<TestReport>;
   /**
    * 只跑聚焦测试时：测试还没跑完、第一处偏差就已经确定（见 labs.settledFailure），先把这个结论交出来
