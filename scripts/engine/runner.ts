@@ -55,9 +55,14 @@ export interface BuildOptions {
    * 增量编译：tsc 把上一次的程序状态记在这个 .tsbuildinfo 文件里（放在 dist/ 之外），这次只重新检查、
    * 重新写出内容变了的文件及受它影响的文件；dist/ 不删。输出与全量编译相同，所以只给这样的调用方用：
    * 在同一个目录里反复“改一处、编译、测”，并且从不删除源文件（删掉的源文件，它的旧输出会留在 dist/ 里）。
-   * 第一次（还没有这个文件时）照常先删 dist/ 再全量编译。自检的变异与切出脚手架两项用它。
+   * 第一次（还没有这个文件时）照常先删 dist/ 再全量编译。自检切出脚手架的一项用它。
    */
   incremental?: string;
+  /**
+   * 单线程检查（TypeScript 7 的 --singleThreaded）：CPU 少用约三成，空闲的机器上慢一点。
+   * 自检用它：npm test 里几个测试文件同时在编译、在跑，CPU 早就占满了，省下的 CPU 就是省下的时间。
+   */
+  singleThreaded?: boolean;
 }
 
 /**
@@ -68,6 +73,8 @@ export interface BuildOptions {
 export async function buildProject(projectDir: string, options: BuildOptions = {}): Promise<BuildResult> {
   const tsc = options.tsc ? { file: process.execPath, args: [options.tsc] } : await tscCommand(projectDir);
   const args = [...tsc.args, "-p", COURSE_PACKAGE, "--pretty", "false"];
+  // 只有原生的 TypeScript 7 认得这个选项（经启动器运行的别的版本不认）
+  if (options.singleThreaded && tsc.args.length === 0) args.push("--singleThreaded");
   if (options.incremental !== undefined) args.push("--incremental", "--tsBuildInfoFile", options.incremental);
   if (options.incremental === undefined || !existsSync(options.incremental)) {
     rmSync(path.join(projectDir, COURSE_PACKAGE, "dist"), { recursive: true, force: true });

@@ -95,7 +95,7 @@ export async function makePracticeDir(ctx: SelfCheckContext, chapter: Chapter, n
 }
 
 export async function checkFirstRed(chapter: Chapter, practiceDir: string): Promise<string[]> {
-  const build = await buildProject(practiceDir);
+  const build = await buildProject(practiceDir, SELF_CHECK_BUILD);
   const red = chapter.firstRed;
   if (red.kind === "tsc") {
     const problems: string[] = [];
@@ -250,7 +250,7 @@ export async function checkHeldOut(chapter: Chapter, dir: string): Promise<strin
   if (heldOut === undefined) return [];
   mkdirSync(path.join(dir, heldOut.into), { recursive: true });
   for (const file of heldOut.files) copyFileSync(path.join(chapter.dir, file), path.join(dir, heldOut.into, path.basename(file)));
-  const build = await buildProject(dir);
+  const build = await buildProject(dir, SELF_CHECK_BUILD);
   if (!build.ok) return [`放进留出测试之后目标编译失败：${describeBuild(build.errors)}`];
   const tests = heldOut.files
     .filter((file) => file.endsWith(".test.ts"))
@@ -289,7 +289,7 @@ async function buildClean(dir: string): Promise<BuildResult> {
   const before = sourceFingerprint(dir);
   if (cleanBuilds.get(dir) === before && existsSync(path.join(dir, COURSE_PACKAGE, "dist"))) return { ok: true, errors: [], output: "" };
   cleanBuilds.delete(dir);
-  const build = await buildProject(dir);
+  const build = await buildProject(dir, SELF_CHECK_BUILD);
   if (build.ok) cleanBuilds.set(dir, before);
   return build;
 }
@@ -322,7 +322,7 @@ export async function checkEarlierChapters(ctx: SelfCheckContext, chapter: Chapt
 export async function checkStep(chapter: Chapter, stepId: string, dir: string): Promise<string[]> {
   const step = chapter.steps.find((candidate) => candidate.id === stepId);
   if (!step) return [`没有步骤 ${stepId}`];
-  const build = await buildProject(dir);
+  const build = await buildProject(dir, SELF_CHECK_BUILD);
   if (!build.ok) return [`步骤 ${stepId} 编译失败：${describeBuild(build.errors)}`];
   const focused = compiledTestPath(dir, chapter.focusedTest.path);
   const problems: string[] = [];
@@ -349,7 +349,7 @@ export async function checkFault(chapter: Chapter, dir: string): Promise<string[
     writeFileSync(file, source.replace(mutation.find, () => mutation.replace));
   }
   if (problems.length > 0) return problems;
-  await buildProject(dir); // 变异后的代码可以有类型错误；测试照样按编译出的 JS 运行
+  await buildProject(dir, SELF_CHECK_BUILD); // 变异后的代码可以有类型错误；测试照样按编译出的 JS 运行
   const report = await runTests([compiledTestPath(dir, chapter.focusedTest.path)], DIRECT);
   const outcome = report.tests.find((test) => test.name === chapter.fault.test);
   if (!outcome) return [`故障实验点名的测试「${chapter.fault.test}」没有运行`];
@@ -392,7 +392,7 @@ export async function checkRegions(ctx: SelfCheckContext, chapter: Chapter, name
     const lab = chapter.labs[filled - 1];
     const stage = lab === undefined ? "切出的脚手架" : `填回实践 ${lab.id} 之后`;
     // 每一轮只是改写几个教学文件（从不删除）：增量编译
-    const build = await buildProject(dir, { incremental: buildInfoPath(dir) });
+    const build = await buildProject(dir, { ...SELF_CHECK_BUILD, incremental: buildInfoPath(dir) });
     if (!build.ok) return [...problems, `${stage}编译失败：${describeBuild(build.errors)}`];
     if (lab !== undefined) {
       const reports = await mapInPool(lab.runs, TEST_RUNS_AT_ONCE, (run) => runTests([focused], patternOf(run)));
@@ -507,7 +507,7 @@ export async function checkCompileFails(chapter: Chapter, dir: string): Promise<
   for (const [index, mutation] of chapter.compileFails.entries()) {
     const label = `编译失败用例 ${index + 1}（${mutation.rule}）`;
     const problem = await withReplacement(dir, mutation, label, async () => {
-      const build = await buildProject(dir);
+      const build = await buildProject(dir, SELF_CHECK_BUILD);
       const wanted = build.errors.filter((error) => error.code === mutation.code && error.file === mutation.file);
       if (build.ok) return `${label}之后 tsc 仍然编译通过，应当报 ${mutation.code}`;
       if (wanted.length === 0) return `${label}之后 tsc 没有在 ${mutation.file} 报 ${mutation.code}：${describeBuild(build.errors)}`;
@@ -563,6 +563,9 @@ export function checkLesson(ctx: SelfCheckContext, chapter: Chapter): string[] {
  * 计时器和子进程，挂住的变异更是一直在等自己的时限，两个一起跑几乎不多花 CPU。
  */
 const TEST_RUNS_AT_ONCE = 2;
+
+/** 自检里的每次编译都单线程检查（见 runner 的 BuildOptions.singleThreaded）：它总和测试、别的编译一起抢 CPU。 */
+const SELF_CHECK_BUILD = { singleThreaded: true } as const;
 
 /**
  * 自检里的运行都直接用 node 运行测试文件（runner 的 RunOptions.direct）：少一个驱动进程，结果的记录相同；
