@@ -28,17 +28,10 @@ function testFile(name: string, names: readonly string[]): string {
  * 这些断言在每一条受测的 Node 版本线上都成立（CI 用 scripts/ci/node-lines.mjs 在 20、22、24、26 上运行）：
  * 挂住的测试不再让同文件里其后的测试被取消，也不再随版本换一种说法。
  */
-/** 两种运行方式（经 test-driver.mjs 的 run()，与自检用的直接运行）给出同样的结论。 */
-const MODES = [
-  { label: "", options: {}, suffix: "" },
-  { label: "（直接运行）", options: { direct: true }, suffix: "-direct" },
-] as const;
-
-for (const { label, options, suffix } of MODES) {
-describe(`runner：挂住的测试在每个 Node 版本上给出同样的结论${label}`, () => {
+describe("runner：挂住的测试在每个 Node 版本上给出同样的结论", () => {
   test("一项挂住：它失败并给出统一的说明，其后的测试照常运行并通过", async () => {
-    const file = testFile(`one-hang${suffix}.test.mjs`, ["first", "hang here", "third (x)", "fourth [y]"]);
-    const report = await runTests([file], options);
+    const file = testFile(`one-hang.test.mjs`, ["first", "hang here", "third (x)", "fourth [y]"]);
+    const report = await runTests([file]);
     assert.deepEqual(
       report.tests.map((outcome) => [outcome.name, outcome.ok]),
       [["first", true], ["hang here", false], ["third (x)", true], ["fourth [y]", true]],
@@ -50,8 +43,8 @@ describe(`runner：挂住的测试在每个 Node 版本上给出同样的结论$
   });
 
   test("重跑时又有一项挂住：逐轮处理，直到没有“没开始”的测试", async () => {
-    const file = testFile(`two-hangs${suffix}.test.mjs`, ["a", "hang 1", "b", "hang 2", "c"]);
-    const report = await runTests([file], options);
+    const file = testFile(`two-hangs.test.mjs`, ["a", "hang 1", "b", "hang 2", "c"]);
+    const report = await runTests([file]);
     assert.deepEqual(
       report.tests.map((outcome) => [outcome.name, outcome.ok, outcome.message ?? ""]),
       [["a", true, ""], ["hang 1", false, HUNG_MESSAGE], ["b", true, ""], ["hang 2", false, HUNG_MESSAGE], ["c", true, ""]],
@@ -59,20 +52,19 @@ describe(`runner：挂住的测试在每个 Node 版本上给出同样的结论$
   });
 
   test("名称过滤照旧：没被选中的测试不计入，也不会被重跑", async () => {
-    const file = testFile(`pattern${suffix}.test.mjs`, ["keep 1", "hang keep", "drop", "keep 2"]);
-    const report = await runTests([file], { ...options, pattern: "keep" });
+    const file = testFile(`pattern.test.mjs`, ["keep 1", "hang keep", "drop", "keep 2"]);
+    const report = await runTests([file], { pattern: "keep" });
     assert.deepEqual(report.tests.map((outcome) => [outcome.name, outcome.ok]), [["keep 1", true], ["hang keep", false], ["keep 2", true]]);
   });
 
   test("文件没能加载（import 一个不存在的模块）：以文件路径为名记一次失败，信息是那一行错误", async () => {
-    const file = path.join(work.dir, `missing-import${suffix}.test.mjs`);
+    const file = path.join(work.dir, `missing-import.test.mjs`);
     writeFileSync(file, `import { nothing } from "./no-such-module.js";\nimport { test } from "node:test";\ntest("不会运行", () => {});\n`);
-    const report = await runTests([file], options);
+    const report = await runTests([file]);
     assert.deepEqual(report.tests.map((outcome) => [outcome.name, outcome.ok]), [[file, false]]);
     assert.match(report.tests[0]?.message ?? "", /ERR_MODULE_NOT_FOUND|Cannot find module/);
   });
 });
-}
 
 describe("settleHangs：按 Node 20、22 与 Node 24 起两种报告方式统一", () => {
   const drained = "Promise resolution is still pending but the event loop has already resolved";
@@ -127,14 +119,13 @@ describe("settleHangs：按 Node 20、22 与 Node 24 起两种报告方式统一
   });
 });
 
-for (const { label, options, suffix } of MODES) {
-test(`测试跑完后进程不退出（留下一个没关的服务器）：runner 在时限之后连进程组一起结束它，报告这个文件失败，不留下进程${label}`, { timeout: 30_000 }, async () => {
-  const file = path.join(work.dir, `open-handle${suffix}.test.mjs`);
+test(`测试跑完后进程不退出（留下一个没关的服务器）：runner 在时限之后连进程组一起结束它，报告这个文件失败，不留下进程$`, { timeout: 30_000 }, async () => {
+  const file = path.join(work.dir, `open-handle.test.mjs`);
   writeFileSync(
     file,
     `import http from "node:http";\nimport { test } from "node:test";\ntest("通过，但留下一个开着的服务器", () => {});\nhttp.createServer().listen(0, "127.0.0.1");\n`,
   );
-  const report = await runTests([file], { ...options, timeoutMs: 1_000 });
+  const report = await runTests([file], { timeoutMs: 1_000 });
   assert.deepEqual(
     report.tests.filter((outcome) => outcome.name !== file).map((outcome) => [outcome.name, outcome.ok]),
     [["通过，但留下一个开着的服务器", true]],
@@ -146,8 +137,8 @@ test(`测试跑完后进程不退出（留下一个没关的服务器）：runne
   assert.equal(left.stdout.trim(), "", "没有留下还在运行的测试进程");
 });
 
-test(`stopAtFirstFailure：第一项失败一到就结束进程组交回结果，不等后面挂住的测试和不退出的进程${label}`, { timeout: 30_000 }, async () => {
-  const file = path.join(work.dir, `stop-early${suffix}.test.mjs`);
+test(`stopAtFirstFailure：第一项失败一到就结束进程组交回结果，不等后面挂住的测试和不退出的进程$`, { timeout: 30_000 }, async () => {
+  const file = path.join(work.dir, `stop-early.test.mjs`);
   writeFileSync(
     file,
     [
@@ -161,7 +152,7 @@ test(`stopAtFirstFailure：第一项失败一到就结束进程组交回结果�
     ].join("\n"),
   );
   const started = Date.now();
-  const report = await runTests([file], { ...options, timeoutMs: 20_000, stopAtFirstFailure: true });
+  const report = await runTests([file], { timeoutMs: 20_000, stopAtFirstFailure: true });
   const elapsed = Date.now() - started;
   assert.ok(report.failed >= 1, JSON.stringify(report.tests));
   assert.deepEqual(report.tests.slice(0, 2).map((outcome) => [outcome.name, outcome.ok]), [["通过", true], ["失败", false]]);
@@ -169,8 +160,34 @@ test(`stopAtFirstFailure：第一项失败一到就结束进程组交回结果�
   const left = spawnSync("pgrep", ["-f", file], { encoding: "utf8" });
   assert.equal(left.stdout.trim(), "", "没有留下还在运行的测试进程");
   // 全绿时不提前收场：照常跑完，计数完整
-  const green = testFile(`stop-early-green${suffix}.test.mjs`, ["a", "b", "c"]);
-  const full = await runTests([green], { ...options, stopAtFirstFailure: true });
+  const green = testFile(`stop-early-green.test.mjs`, ["a", "b", "c"]);
+  const full = await runTests([green], { stopAtFirstFailure: true });
   assert.deepEqual([full.passed, full.tests.length], [3, 3]);
 });
-}
+
+test("几个文件：各自一个进程，报告按给出的顺序，一个文件挂住不连累别的文件", { timeout: 30_000 }, async () => {
+  const files = [testFile("many-a.test.mjs", ["a1", "a2"]), testFile("many-b.test.mjs", ["b1", "hang b"]), testFile("many-c.test.mjs", ["c1"])];
+  const report = await runTests(files);
+  assert.deepEqual(
+    report.tests.map((outcome) => [path.basename(outcome.file), outcome.name, outcome.ok]),
+    [["many-a.test.mjs", "a1", true], ["many-a.test.mjs", "a2", true], ["many-b.test.mjs", "b1", true], ["many-b.test.mjs", "hang b", false], ["many-c.test.mjs", "c1", true]],
+  );
+  assert.deepEqual([report.passed, report.failed], [4, 1]);
+});
+
+test("断言的值里有 Promise 或函数：照常报告那一项失败和它的信息，其余测试照常", { timeout: 30_000 }, async () => {
+  const file = path.join(work.dir, "odd-values.test.mjs");
+  writeFileSync(
+    file,
+    [
+      `import assert from "node:assert/strict";`,
+      `import { test } from "node:test";`,
+      `test("promise", () => { assert.deepEqual({ p: Promise.resolve(1) }, { p: 2 }); });`,
+      `test("function", () => { assert.equal(() => 1, 2); });`,
+      `test("ok", () => {});`,
+    ].join("\n"),
+  );
+  const report = await runTests([file]);
+  assert.deepEqual(report.tests.map((outcome) => [outcome.name, outcome.ok]), [["promise", false], ["function", false], ["ok", true]]);
+  for (const failed of report.tests.slice(0, 2)) assert.match(failed.message ?? "", /Expected values to be strictly/);
+});

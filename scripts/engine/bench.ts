@@ -95,7 +95,7 @@ export async function compileOnce(dir: string, tsc?: string): Promise<number> {
  */
 export async function focusedTestOnce(dir: string, chapter: Chapter): Promise<{ wallMs: number; ownMs: number }> {
   const started = performance.now();
-  const report = await runTests([compiledTestPath(dir, chapter.focusedTest.path)], { direct: true });
+  const report = await runTests([compiledTestPath(dir, chapter.focusedTest.path)]);
   if (report.failed > 0 || report.passed !== chapter.focusedTest.count) {
     throw new CourseError("BENCH_TESTS_FAILED", `bench 的练习目录里聚焦测试没有全部通过（${report.passed}/${report.tests.length}）`);
   }

@@ -1,5 +1,5 @@
-// runner.ts 的直接运行（RunOptions.direct：不经 test-driver.mjs，测试文件就在 node 的主进程里跑）用的报告器。
-// 记录与 test-driver.mjs 写的一样（多带 node:test 的原始失败类型，settleHangs 靠它统一挂住的测试），
+// runner.ts 运行测试文件（node 直接运行它，测试就在这个进程里跑）时用的报告器。
+// 每个测试一条记录（多带 node:test 的原始失败类型，settleHangs 靠它统一挂住的测试），
 // 前缀把记录和测试自己打印到标准输出的内容分开。
 import { failureOf, RECORD_PREFIX } from "./test-records.mjs";
 

@@ -133,41 +133,38 @@ export function compiledTestPath(projectDir: string, testSource: string): string
   return path.join(projectDir, COURSE_PACKAGE, "dist", relative);
 }
 
-const DRIVER = fileURLToPath(new URL("./test-driver.mjs", import.meta.url));
-/** 直接运行（RunOptions.direct）时的报告器，与 RECORD_PREFIX 一起见 direct-reporter.mjs。 */
-const DIRECT_REPORTER = new URL("./direct-reporter.mjs", import.meta.url).href;
+/** 测试进程的报告器（见 direct-reporter.mjs）：每个测试一行带 RECORD_PREFIX 的 JSON 记录。 */
+const REPORTER = new URL("./direct-reporter.mjs", import.meta.url).href;
 const RECORD_PREFIX = "\u001e@pi-course ";
 /** 冻结 node:assert 的预加载模块（见 test-guard.mjs）；文件 URL 里没有空格，可以直接写进 NODE_OPTIONS。 */
 const TEST_GUARD = new URL("./test-guard.mjs", import.meta.url).href;
 
 /**
- * 用 node:test 的 run() 运行测试文件：在独立子进程里调用（见 test-driver.mjs），
- * 每个测试事件以一行 JSON 传回，不解析任何给人看的文本。
+ * 运行测试文件：每个文件在自己的 node 进程里直接运行（node 文件，不经 node --test 或 run() 再套一层进程），
+ * 报告器把每个测试事件写成一行 JSON，不解析任何给人看的文本。几个文件时见 runFilesApart。
  * 挂住的测试在各版本 Node 上的结果先由 settleHangs 统一，verify、watch、hint 的结论才不随版本变。
  */
-export async function runTests(
-  files: readonly string[],
-  options: RunOptions = {},
-): Promise<TestReport> {
-  const first = await runOnce(files, options);
+export async function runTests(files: readonly string[], options: RunOptions = {}): Promise<TestReport> {
+  const [file] = files;
+  if (file === undefined || files.length > 1) return runFilesApart(files, options);
+  const first = await runOnce(file, options);
   // 提前收场时，要的只是“有没有测试失败”，已经有了答案：不再把没开始的测试补跑一遍
   const tests =
     options.stopAtFirstFailure && first.some((outcome) => !outcome.ok)
       ? classifyHangs(first).map(({ unstarted: _unstarted, failureType: _failureType, ...outcome }) => outcome)
-      : await settleHangs(first, (again, pattern) => runOnce(again, { ...options, pattern }));
+      : await settleHangs(first, (_again, pattern) => runOnce(file, { ...options, pattern }));
   const passed = tests.filter((test) => test.ok).length;
   return { tests, passed, failed: tests.length - passed };
 }
 
 /**
- * 几个测试文件：每个各用一个 node 进程直接运行（RunOptions.direct），几个同时跑。经 node:test 的 run()
- * 要多一个驱动进程，每个文件还要多启动一次 node；verify 一次跑九个文件，两核机器上这些启动比大多数章节的测试本身还贵。
+ * 几个测试文件：各自一个进程，几个同时跑，彼此独立。
  * 不全部同时开：章节测试里有几百毫秒的计时，开太多进程会让它们互相拖到超时（两核机器上同时 3 个）。
  * 先开第一个文件（verify 的聚焦测试），再从后往前（后面的章节测试多、跑得久）；报告仍按 files 的顺序。
  */
-export async function runFilesApart(files: readonly string[], options: Omit<RunOptions, "direct" | "pattern"> = {}): Promise<TestReport> {
+export async function runFilesApart(files: readonly string[], options: RunOptions = {}): Promise<TestReport> {
   const order = [...files.slice(0, 1), ...files.slice(1).reverse()];
-  const reports = await mapInPool(order, availableParallelism() + 1, (file) => runTests([file], { ...options, direct: true }));
+  const reports = await mapInPool(order, availableParallelism() + 1, (file) => runTests([file], options));
   const tests = files.flatMap((file) => reports[order.indexOf(file)]?.tests ?? []);
   const passed = tests.filter((test) => test.ok).length;
   return { tests, passed, failed: tests.length - passed };
@@ -183,40 +180,30 @@ export interface RunOptions {
    * 这时报告不完整，不能拿来数通过了几项。
    */
   stopAtFirstFailure?: boolean;
-  /**
-   * 只有一个文件时，不经 test-driver.mjs 的 run()，直接 node 运行这个测试文件（报告器 direct-reporter.mjs 写出
-   * 同样的记录）：少启动一个 node 进程，每次约省 0.25 秒 CPU。自检用它；时限、停滞、挂住的处理与经驱动运行相同。
-   */
-  direct?: boolean;
 }
 
-/** 驱动传回的一条记录：多带 node:test 的原始失败类型，只在 settleHangs 里用。 */
-export type DriverOutcome = TestOutcome & { failureType?: string };
+/** 报告器写出的一条记录：多带 node:test 的原始失败类型，只在 settleHangs 里用。 */
+export type ReportedOutcome = TestOutcome & { failureType?: string };
 
-function runOnce(files: readonly string[], options: RunOptions): Promise<DriverOutcome[]> {
-  const request = JSON.stringify({ files, pattern: options.pattern, timeoutMs: options.timeoutMs ?? 60_000 });
-  const direct = options.direct === true && files.length === 1;
+function runOnce(file: string, options: RunOptions): Promise<ReportedOutcome[]> {
   const env = { ...process.env };
-  delete env.NODE_TEST_CONTEXT; // 否则子进程里的 run() 会以为自己嵌套在另一个测试里
+  delete env.NODE_TEST_CONTEXT; // 否则测试进程会以为自己嵌套在另一个测试里
   delete env.PI_COURSE_PROGRESS; // 学习者的代码不该知道、更不该碰进度文件在哪里
-  // 不继承套件的 NODE_OPTIONS（例如 tsx 加载器）；只打开源码映射：
-  // run() 的测试子进程继承这个环境，有 .js.map 时错误堆栈直接指向 .ts 源码。
+  // 不继承套件的 NODE_OPTIONS（例如 tsx 加载器）；只打开源码映射：有 .js.map 时错误堆栈直接指向 .ts 源码。
   env.NODE_OPTIONS = `--enable-source-maps --import=${TEST_GUARD}`;
+  env.PI_COURSE_TEST_FILE = file; // 报告器以它为记录的 file：源码映射之后 node:test 报告的是 .ts 路径
   const timeoutMs = options.timeoutMs ?? 60_000;
-  if (direct) env.PI_COURSE_TEST_FILE = files[0];
-  const args = direct
-    ? [
-        `--test-reporter=${DIRECT_REPORTER}`,
-        "--test-reporter-destination=stdout",
-        `--test-timeout=${timeoutMs}`,
-        ...(options.pattern === undefined ? [] : [`--test-name-pattern=${options.pattern}`]),
-        files[0] as string,
-      ]
-    : [DRIVER, request];
-  /** 直接运行时，测试自己写到标准输出的行不是记录：只取带前缀的。 */
-  const recordOf = (line: string): string | undefined => (!direct ? line : line.startsWith(RECORD_PREFIX) ? line.slice(RECORD_PREFIX.length) : undefined);
+  const args = [
+    `--test-reporter=${REPORTER}`,
+    "--test-reporter-destination=stdout",
+    `--test-timeout=${timeoutMs}`,
+    ...(options.pattern === undefined ? [] : [`--test-name-pattern=${options.pattern}`]),
+    file,
+  ];
+  /** 测试自己写到标准输出的行不是记录：只取带前缀的。 */
+  const recordOf = (line: string): string | undefined => (line.startsWith(RECORD_PREFIX) ? line.slice(RECORD_PREFIX.length) : undefined);
   return new Promise((resolve, reject) => {
-    // 驱动（或直接运行的测试）和它启动的进程自成一个进程组：收场时连组一起结束，一个不留。
+    // 测试进程和它启动的进程自成一个进程组：收场时连组一起结束，一个不留。
     const child = spawn(process.execPath, args, {
       env,
       stdio: ["ignore", "pipe", "pipe"],
@@ -264,42 +251,33 @@ function runOnce(files: readonly string[], options: RunOptions): Promise<DriverO
       clearInterval(stallCheck);
       process.off("exit", killGroup);
       options.signal?.removeEventListener("abort", killGroup);
-      if (code !== 0 && !stalled && !stopped && !direct) {
-        reject(new Error(`测试驱动异常退出（${code}）：${stderr.trim()}`));
-        return;
-      }
       const records = stdout
         .split("\n")
         .flatMap((line) => {
           const record = recordOf(line);
           if (record === undefined || record.trim() === "") return [];
           try {
-            return [reviveOutcome(JSON.parse(record) as DriverOutcome & { skipped: boolean })];
+            return [reviveOutcome(JSON.parse(record) as ReportedOutcome & { skipped: boolean })];
           } catch {
             return []; // 被结束时写到一半的最后一行
           }
         });
-      // 直接运行的文件非零退出、却没有一项失败的记录（例如 import 失败，测试一项也没开始）：
-      // 与 run() 一样，以文件路径为名记一次失败，信息取 stderr 里的第一行错误
-      const file = files[0] as string;
-      if (direct && code !== 0 && !stalled && !stopped && !records.some((record) => !record.ok && !record.skipped)) {
+      // 非零退出、却没有一项失败的记录（例如 import 失败，测试一项也没开始）：
+      // 以文件路径为名记一次失败，信息取 stderr 里的第一行错误
+      if (code !== 0 && !stalled && !stopped && !records.some((record) => !record.ok && !record.skipped)) {
         const lines = stderr.split("\n").map((line) => line.trim());
         const reason = lines.find((line) => /^(\w*Error\b|Error \[)/.test(line)) ?? lines.find((line) => line !== "" && !line.startsWith("node:"));
         records.push({ name: file, file, ok: false, skipped: false, message: reason ?? `测试进程以状态 ${code} 退出` });
       }
       // 被名称过滤跳过的测试没有运行，不计入选中数。
-      const outcomes: DriverOutcome[] = records.filter((record) => !record.skipped).map(({ skipped: _skipped, ...outcome }) => outcome);
-      if (stalled) {
-        for (const file of files) {
-          outcomes.push({ name: file, file, ok: false, message: STALLED_MESSAGE });
-        }
-      }
+      const outcomes: ReportedOutcome[] = records.filter((record) => !record.skipped).map(({ skipped: _skipped, ...outcome }) => outcome);
+      if (stalled) outcomes.push({ name: file, file, ok: false, message: STALLED_MESSAGE });
       resolve(outcomes);
     });
   });
 }
 
-/** 这几行完整的驱动记录里有没有一项（没被跳过的）失败。 */
+/** 这几行完整的记录里有没有一项（没被跳过的）失败。 */
 function hasFailure(lines: string, recordOf: (line: string) => string | undefined): boolean {
   return lines.split("\n").some((line) => {
     const text = recordOf(line);
@@ -329,8 +307,8 @@ const TIMED_OUT = /^test timed out after \d+ms$/;
  * 改写成同一句 HUNG_MESSAGE，把没开始的那些按名字单独再跑一次，结果在每个版本上相同。
  */
 export async function settleHangs(
-  first: readonly DriverOutcome[],
-  rerun: (files: string[], pattern: string) => Promise<DriverOutcome[]>,
+  first: readonly ReportedOutcome[],
+  rerun: (files: string[], pattern: string) => Promise<ReportedOutcome[]>,
 ): Promise<TestOutcome[]> {
   let outcomes = classifyHangs(first);
   // 每一轮至少有一项不再是“没开始”（每个文件里第一个被取消的就是挂住的那项），轮数有上限
@@ -346,7 +324,7 @@ export async function settleHangs(
   return outcomes.map(({ unstarted: _unstarted, failureType: _failureType, ...outcome }) => outcome);
 }
 
-function classifyHangs(outcomes: readonly DriverOutcome[]): Array<DriverOutcome & { unstarted?: boolean }> {
+function classifyHangs(outcomes: readonly ReportedOutcome[]): Array<ReportedOutcome & { unstarted?: boolean }> {
   const hungFiles = new Set<string>();
   return outcomes.map((outcome) => {
     const drained = outcome.failureType === "cancelledByParent" && outcome.message === EVENT_LOOP_DRAINED;
@@ -366,7 +344,7 @@ function exactNames(names: readonly string[]): string {
   return `^(?:${escaped.join("|")})$`;
 }
 
-/** test-driver.mjs 给 JSON 表达不了的值加的标记（正则、undefined、NaN、bigint、Map、Set）。 */
+/** test-records.mjs 给 JSON 表达不了的值加的标记（正则、undefined、NaN、bigint、Map、Set）。 */
 const TAG = "$piCourse";
 
 export function reviveOutcome<T extends TestOutcome>(outcome: T): T {
@@ -375,7 +353,7 @@ export function reviveOutcome<T extends TestOutcome>(outcome: T): T {
   return outcome;
 }
 
-/** 把 test-driver.mjs 编码过的断言值还原，显示时才是 /模式/ 而不是 {}。 */
+/** 把 test-records.mjs 编码过的断言值还原，显示时才是 /模式/ 而不是 {}。 */
 export function reviveValue(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(reviveValue);
   if (value === null || typeof value !== "object") return value;

@@ -111,7 +111,7 @@ export async function checkFirstRed(chapter: Chapter, practiceDir: string): Prom
     return problems;
   }
   if (!build.ok) return [`起点应当能编译，却有 tsc 错误：${describeBuild(build.errors)}`];
-  const report = await runTests([compiledTestPath(practiceDir, chapter.focusedTest.path)], DIRECT);
+  const report = await runTests([compiledTestPath(practiceDir, chapter.focusedTest.path)]);
   if (red.kind === "none") return expectCounts(report, { expect: { pass: chapter.focusedTest.count, total: chapter.focusedTest.count } }, "观察章的练习目录");
   const problems: string[] = [];
   const declared = new Set(red.failures.map((failure) => failure.test));
@@ -350,7 +350,7 @@ export async function checkFault(chapter: Chapter, dir: string): Promise<string[
   }
   if (problems.length > 0) return problems;
   await buildProject(dir, SELF_CHECK_BUILD); // 变异后的代码可以有类型错误；测试照样按编译出的 JS 运行
-  const report = await runTests([compiledTestPath(dir, chapter.focusedTest.path)], DIRECT);
+  const report = await runTests([compiledTestPath(dir, chapter.focusedTest.path)]);
   const outcome = report.tests.find((test) => test.name === chapter.fault.test);
   if (!outcome) return [`故障实验点名的测试「${chapter.fault.test}」没有运行`];
   if (outcome.ok) return [`故障实验之后「${chapter.fault.test}」仍然通过`];
@@ -468,7 +468,7 @@ async function checkMutation(chapter: Chapter, dir: string, mutation: RuleMutati
       // 它们全绿时再跑整个文件，结论与只跑整个文件相同（承诺 3 已确认每个实践单独运行时全绿）。
       const owners = ownerPattern(chapter, mutation.file);
       const run = (pattern?: string) =>
-        runTests([focused], { timeoutMs: MUTANT_TIMEOUT_MS, stopAtFirstFailure: true, direct: true, ...(pattern === undefined ? {} : { pattern }) });
+        runTests([focused], { timeoutMs: MUTANT_TIMEOUT_MS, stopAtFirstFailure: true, ...(pattern === undefined ? {} : { pattern }) });
       if (owners !== undefined && hasFailure(await run(owners))) return undefined;
       const report = await run();
       if (report.tests.length > 0 && !hasFailure(report)) return `${label}之后聚焦测试仍然 ${report.passed}/${report.tests.length} 全绿：没有测试守住这条规则`;
@@ -567,14 +567,8 @@ const TEST_RUNS_AT_ONCE = 2;
 /** 自检里的每次编译都单线程检查（见 runner 的 BuildOptions.singleThreaded）：它总和测试、别的编译一起抢 CPU。 */
 const SELF_CHECK_BUILD = { singleThreaded: true } as const;
 
-/**
- * 自检里的运行都直接用 node 运行测试文件（runner 的 RunOptions.direct）：少一个驱动进程，结果的记录相同；
- * 几个文件一起跑的（承诺 4 的更早章节）经 runFilesApart，各自一个进程、几个同时跑。
- */
-const DIRECT = { direct: true } as const;
-
-function patternOf(run: TestRun): { pattern?: string; direct: true } {
-  return run.pattern === undefined ? DIRECT : { ...DIRECT, pattern: run.pattern };
+function patternOf(run: TestRun): { pattern?: string } {
+  return run.pattern === undefined ? {} : { pattern: run.pattern };
 }
 
 function expectCounts(report: TestReport, run: TestRun, label: string): string[] {

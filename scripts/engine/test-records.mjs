@@ -1,4 +1,4 @@
-// 测试结果的记录格式，test-driver.mjs（经 run() 运行）与 warm-child.mjs（预热的进程里直接运行）共用：
+// 测试结果的记录格式，direct-reporter.mjs（runner.ts 运行测试文件）与 warm-reporter.mjs（watch 的预热进程）共用：
 // 每条记录一行 JSON，失败时带上断言的信息、actual / expected 与堆栈。
 
 // 断言的 actual / expected 要穿过 JSON：正则、undefined、NaN、bigint 这些 JSON 表达不了的值

@@ -6,7 +6,7 @@ import { practiceStart, readCommittedFile, type CourseHistory } from "./history.
 import { firstDeviation, labResults, patternsToIsolate, settledFailure, type Deviation, type EarlierResult, type LabResult, type TestFileChange } from "./labs.js";
 import { defaultPracticeDir, readPracticeMarker } from "./practice.js";
 import type { Progress } from "./progress.js";
-import { buildProject, compiledTestPath, failureLocation, isFileFailure, runFilesApart, runTests, type BuildResult, type TestOutcome, type TestReport } from "./runner.js";
+import { buildProject, compiledTestPath, failureLocation, isFileFailure, runTests, type BuildResult, type TestOutcome, type TestReport } from "./runner.js";
 
 /**
  * 检查一个练习目录：编译、运行测试、按实践归类、找出第一处偏差。
@@ -46,7 +46,7 @@ export interface CheckOptions {
   /** scope 为 all 时用来核对测试文件是否与课程版本一致。 */
   integrity?: { kitRoot: string; history: CourseHistory };
   signal?: AbortSignal;
-  /** 换一种方式运行单个测试文件（watch 用预热的进程）；默认用 runner.runTests 直接运行它。 */
+  /** 换一种方式运行单个测试文件（watch 用预热的进程）；默认是 runner.runTests。 */
   runFile?: (file: string, options: RunFileOptions) => Promise<TestReport>;
   /**
    * 只跑聚焦测试时：测试还没跑完、第一处偏差就已经确定（见 labs.settledFailure），先把这个结论交出来
@@ -77,13 +77,13 @@ export async function checkPractice(options: CheckOptions): Promise<PracticeChec
   const earlierFiles = new Map(earlierChapters.map((other) => [compiledTestPath(dir, other.focusedTest.path), other]));
   const files = [focusedFile, ...earlierFiles.keys()].filter((file) => existsSync(file));
   const testStarted = performance.now();
-  const runFile = options.runFile ?? ((file: string, more: RunFileOptions) => runTests([file], { ...more, direct: true }));
+  const runFile = options.runFile ?? ((file: string, more: RunFileOptions) => runTests([file], more));
   const report =
     files.length === 0
       ? { tests: [], passed: 0, failed: 0 }
       : files.length === 1 && files[0] !== undefined
         ? await runFile(files[0], { ...signalOption, ...settleEarly(options, build, buildMs, focusedFile) })
-        : await runFilesApart(files, signalOption);
+        : await runTests(files, signalOption);
   const focused = report.tests.filter((test) => test.file === focusedFile);
   // 有失败时，按实践的 pattern 单独再跑一次：一个挂住的测试不该连累别的实践
   const isolated = new Map<string, TestOutcome[]>();
