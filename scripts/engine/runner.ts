@@ -200,8 +200,6 @@ function runOnce(file: string, options: RunOptions): Promise<ReportedOutcome[]> 
     ...(options.pattern === undefined ? [] : [`--test-name-pattern=${options.pattern}`]),
     file,
   ];
-  /** 测试自己写到标准输出的行不是记录：只取带前缀的。 */
-  const recordOf = (line: string): string | undefined => (line.startsWith(RECORD_PREFIX) ? line.slice(RECORD_PREFIX.length) : undefined);
   return new Promise((resolve, reject) => {
     // 测试进程和它启动的进程自成一个进程组：收场时连组一起结束，一个不留。
     const child = spawn(process.execPath, args, {
@@ -237,7 +235,7 @@ function runOnce(file: string, options: RunOptions): Promise<ReportedOutcome[]> 
       lastOutput = Date.now();
       const before = stdout.lastIndexOf("\n") + 1;
       stdout += chunk.toString("utf8");
-      if (options.stopAtFirstFailure && !stopped && hasFailure(stdout.slice(before, stdout.lastIndexOf("\n") + 1), recordOf)) {
+      if (options.stopAtFirstFailure && !stopped && recordsIn(stdout.slice(before, stdout.lastIndexOf("\n") + 1)).some((record) => !record.ok && !record.skipped)) {
         stopped = true;
         killGroup();
       }
@@ -251,17 +249,7 @@ function runOnce(file: string, options: RunOptions): Promise<ReportedOutcome[]> 
       clearInterval(stallCheck);
       process.off("exit", killGroup);
       options.signal?.removeEventListener("abort", killGroup);
-      const records = stdout
-        .split("\n")
-        .flatMap((line) => {
-          const record = recordOf(line);
-          if (record === undefined || record.trim() === "") return [];
-          try {
-            return [reviveOutcome(JSON.parse(record) as ReportedOutcome & { skipped: boolean })];
-          } catch {
-            return []; // 被结束时写到一半的最后一行
-          }
-        });
+      const records = recordsIn(stdout);
       // 非零退出、却没有一项失败的记录（例如 import 失败，测试一项也没开始）：
       // 以文件路径为名记一次失败，信息取 stderr 里的第一行错误
       if (code !== 0 && !stalled && !stopped && !records.some((record) => !record.ok && !record.skipped)) {
@@ -277,16 +265,20 @@ function runOnce(file: string, options: RunOptions): Promise<ReportedOutcome[]> 
   });
 }
 
-/** 这几行完整的记录里有没有一项（没被跳过的）失败。 */
-function hasFailure(lines: string, recordOf: (line: string) => string | undefined): boolean {
-  return lines.split("\n").some((line) => {
-    const text = recordOf(line);
-    if (text === undefined || text.trim() === "") return false;
+/** 报告器写出的一条记录：被名称过滤跳过的测试也有一条，skipped 为真。 */
+export type RecordedOutcome = ReportedOutcome & { skipped: boolean };
+
+/**
+ * 测试进程标准输出里的记录（带 RECORD_PREFIX 的 JSON 行，见 test-records.mjs）；测试自己打印的行不算，
+ * 进程被结束时写到一半的最后一行也不算。watch 的预热进程（warm-tests.ts）用同样的记录。
+ */
+export function recordsIn(text: string): RecordedOutcome[] {
+  return text.split("\n").flatMap((line) => {
+    if (!line.startsWith(RECORD_PREFIX)) return [];
     try {
-      const record = JSON.parse(text) as { ok?: boolean; skipped?: boolean };
-      return record.ok === false && !record.skipped;
+      return [reviveOutcome(JSON.parse(line.slice(RECORD_PREFIX.length)) as RecordedOutcome)];
     } catch {
-      return false;
+      return [];
     }
   });
 }

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
-import { reviveOutcome, type TestOutcome, type TestReport } from "./runner.js";
+import { recordsIn, type RecordedOutcome, type TestOutcome, type TestReport } from "./runner.js";
 import type { RunFileOptions } from "./verify.js";
 
 /**
@@ -12,7 +12,6 @@ import type { RunFileOptions } from "./verify.js";
  */
 const CHILD = fileURLToPath(new URL("./warm-child.mjs", import.meta.url));
 const REPORTER = new URL("./warm-reporter.mjs", import.meta.url).href;
-const RECORD_PREFIX = "\u001e@pi-course ";
 
 export class WarmTests {
   private readonly idle = new Map<string, ChildProcessWithoutNullStreams>();
@@ -102,16 +101,6 @@ export class WarmTests {
     child.stdin.on("error", () => {}); // 进程已经退出时写入会 EPIPE：结果由 close 事件处理
     return child;
   }
-}
-
-type RecordedOutcome = TestOutcome & { skipped: boolean };
-
-/** 报告器写出的记录行（带前缀的 JSON）；测试自己打印的行不算。 */
-function recordsIn(text: string): RecordedOutcome[] {
-  return text
-    .split("\n")
-    .filter((line) => line.startsWith(RECORD_PREFIX))
-    .map((line) => reviveOutcome(JSON.parse(line.slice(RECORD_PREFIX.length)) as RecordedOutcome));
 }
 
 function withoutSkipped({ skipped: _skipped, ...outcome }: RecordedOutcome): TestOutcome {
