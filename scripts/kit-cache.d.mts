@@ -4,3 +4,4 @@ export declare function compiledKitCache(kitRoot: string): string;
 export declare function compiledKitDir(kitRoot: string): string;
 export declare function freshCompiledKit(kitRoot: string): string | undefined;
 export declare function compileKit(kitRoot: string): Promise<string>;
+export declare function tscCommand(dir: string): Promise<{ file: string; args: string[] }>;

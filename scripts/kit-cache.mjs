@@ -54,15 +54,18 @@ export function freshCompiledKit(kitRoot) {
   return existsSync(path.join(dir, COMPILED_KIT_MARKER)) ? dir : undefined;
 }
 
-/** tsc 的原生可执行文件（平台包里）；找不到就经 node 运行 typescript 的启动器。 */
-async function tscCommand(kitRoot) {
-  const typescript = path.join(kitRoot, "node_modules", "typescript");
-  try {
-    const { default: exePath } = await import(pathToFileURL(path.join(typescript, "lib", "getExePath.js")).href);
-    const exe = exePath();
-    if (existsSync(exe)) return { file: exe, args: [] };
-  } catch {
-    // 别的 TypeScript 版本，或平台包缺失：由启动器给出它自己的错误
+/** 某个目录（它的 node_modules/typescript）的 tsc：平台包里的原生可执行文件；找不到就经 node 运行 typescript 的启动器。 */
+export async function tscCommand(dir) {
+  const typescript = path.join(dir, "node_modules", "typescript");
+  const locator = path.join(typescript, "lib", "getExePath.js");
+  if (existsSync(locator)) {
+    try {
+      const { default: exePath } = await import(pathToFileURL(locator).href);
+      const exe = exePath();
+      if (existsSync(exe)) return { file: exe, args: [] };
+    } catch {
+      // 平台包缺失：退回启动器，由它给出原本的错误
+    }
   }
   return { file: process.execPath, args: [path.join(typescript, "bin", "tsc")] };
 }

@@ -49,7 +49,7 @@ export async function timed(action: () => Promise<void>): Promise<number> {
 }
 
 /** DESIGN.md §7 的学习循环、watch 与 verify 目标是对这一章定的。 */
-export const TARGET_CHAPTER = "08";
+const TARGET_CHAPTER = "08";
 
 /** bench 练习哪一章：默认是目标所指的第 08 章；没有这一章时，最后一个重建章（代码最多、编译最慢）。 */
 export function benchChapter(chapters: readonly Chapter[]): Chapter {

@@ -3,8 +3,9 @@ import { existsSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { SourceMap } from "node:module";
 import { availableParallelism } from "node:os";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 
+import { tscCommand } from "../kit-cache.mjs";
 import { COURSE_PACKAGE, isInside } from "./paths.js";
 import { mapInPool } from "./pool.js";
 
@@ -100,21 +101,9 @@ export async function buildProject(projectDir: string, options: BuildOptions = {
  * 项目的 TypeScript 怎样启动：TypeScript 7 的 npm 包只是一层 node 启动器，
  * 真正的编译器是平台包里的原生可执行文件；直接运行它，既省掉一次 node 启动，
  * 结束时也只有一个进程要收拾。找不到（例如别的 TypeScript 版本）就经 node 运行 bin/tsc。
+ * 实现在 kit-cache.mjs 里：套件编译自己的副本时（tsx 之前、只能用 JS）也用它。
  */
-export async function tscCommand(projectDir: string): Promise<{ file: string; args: string[] }> {
-  const typescript = path.join(projectDir, "node_modules", "typescript");
-  const locator = path.join(typescript, "lib", "getExePath.js");
-  if (existsSync(locator)) {
-    try {
-      const module = (await import(pathToFileURL(locator).href)) as { default: () => string };
-      const exe = module.default();
-      if (existsSync(exe)) return { file: exe, args: [] };
-    } catch {
-      // 平台包缺失：退回启动器，由它给出原本的错误
-    }
-  }
-  return { file: process.execPath, args: [path.join(typescript, "bin", "tsc")] };
-}
+export { tscCommand };
 
 export function parseTscOutput(output: string): TscError[] {
   const errors: TscError[] = [];
