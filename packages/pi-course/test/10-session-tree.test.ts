@@ -246,6 +246,7 @@ test("10.3 branch 只移动 leaf：新条目从分叉点长出，旧分支原样
   assert.deepEqual(reopened.getEntries().map((entry) => entry.id), ["e1", "e2", "e3"], "旧分支还在文件里");
   assert.equal(reopened.getLeafId(), "e3");
   assert.equal(reopened.appendMessage(userMessage("再问一句", 4)).id, "e4", "重新打开后的新 id 不与已有的重复");
+  await reopened.flush(); // 这一行还在写：等它写完，临时目录才能删
 });
 
 test("10.3 上下文只沿当前路径：message 原样，custom_message 变回 custom 消息，custom 与书签条目什么也不贡献", { timeout: 5_000 }, async () => {
