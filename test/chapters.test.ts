@@ -7,7 +7,7 @@ import { renderCard } from "../scripts/engine/card.ts";
 import { findChapter, loadChapters } from "../scripts/engine/chapters.ts";
 import { CourseError } from "../scripts/engine/errors.ts";
 import type { CourseHistory } from "../scripts/engine/history.ts";
-import { lintLesson, predictionOf } from "../scripts/engine/lesson.ts";
+import { authoringNotes, lintLesson, predictionOf } from "../scripts/engine/lesson.ts";
 import { LESSONS_DIR } from "../scripts/engine/paths.ts";
 import { tempDir } from "./helpers.ts";
 
@@ -148,5 +148,24 @@ test("每个实践一节都有运行前的预测；缺了它 lint 报出实践�
   assert.equal(predictionOf(without, "3.2"), undefined);
   assert.deepEqual(lintLesson(without, chapter, [chapter], []).filter((problem) => problem.includes("先预测")), [
     "实践 3.2 一节缺少运行前的预测「**先预测**：…」（hint 与 watch 会指向它）",
+  ]);
+});
+
+test("课文与提示不提学习者手里没有的写作材料：写到种子、代码索引时 lint 报出行号或提示级别", () => {
+  const chapter = findChapter(loadChapters(LESSONS_DIR), "03");
+  const lesson = readFileSync(chapter.lessonPath, "utf8");
+  assert.deepEqual(authoringNotes(lesson, chapter), []);
+  const noted = lesson.replace("## 小结", "按种子 001 的记载核对过。\n\n## 小结");
+  const line = noted.split("\n").findIndex((text) => text.includes("按种子")) + 1;
+  assert.deepEqual(authoringNotes(noted, chapter), [
+    `课文第 ${line} 行写到了学习者手里没有的写作材料「种子」：换成学习者能看到的东西（上游文件与提交、本章的测试）`,
+  ]);
+  assert.ok(lintLesson(noted, chapter, [chapter], []).some((problem) => problem.startsWith(`课文第 ${line} 行`)));
+  // 标识符里的 seed（seedResources）不算；单独的英文词算。
+  assert.deepEqual(authoringNotes("调用 `seedResources`。", chapter), []);
+  const lab = chapter.labs[0]!;
+  const hinted = { ...chapter, labs: [{ ...lab, hints: { ...lab.hints, pseudocode: "代码索引里有一份更新的写法" } }, ...chapter.labs.slice(1)] };
+  assert.deepEqual(authoringNotes("", hinted), [
+    `实践 ${lab.id} 的第 3 级提示（伪代码）写到了学习者手里没有的写作材料「代码索引」：换成学习者能看到的东西（上游文件与提交、本章的测试）`,
   ]);
 });

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
-import type { Chapter } from "./chapters.js";
+import { HINT_LEVEL_NAMES, HINT_LEVELS, type Chapter } from "./chapters.js";
 
 /** 课文必需的二级标题（按顺序）；实践标题按章节元数据另行检查。 */
 export const REQUIRED_SECTIONS = ["本章重建入口", "故障实验", "Pi 源码对照", "本章验收", "小结"] as const;
@@ -93,6 +93,31 @@ export function lintLesson(lesson: string, chapter: Chapter, chapters: readonly 
   for (const command of lessonCommands(lesson)) {
     const problem = checkCommand(command, chapters, kitScripts);
     if (problem) problems.push(`命令 \`${command}\`：${problem}`);
+  }
+  problems.push(...authoringNotes(lesson, chapter));
+  return problems;
+}
+
+/**
+ * 学习者手里只有课文、提示和代码：写作时参考的材料（种子页、代码索引）他们没有，
+ * 提到它们的句子对学习者是空指。课文与四级提示里出现这些字眼就报出来。
+ */
+const AUTHORING_WORDS: readonly RegExp[] = [/种子/, /\bseeds?\b/i, /代码索引/, /索引里/];
+
+export function authoringNotes(lesson: string, chapter: Chapter): string[] {
+  const places: Array<[string, string]> = [["课文", lesson]];
+  for (const lab of chapter.labs) {
+    for (const level of HINT_LEVELS) places.push([`实践 ${lab.id} 的第 ${HINT_LEVELS.indexOf(level) + 1} 级提示（${HINT_LEVEL_NAMES[level]}）`, lab.hints[level]]);
+  }
+  const problems: string[] = [];
+  for (const [place, text] of places) {
+    text.split("\n").forEach((line, index) => {
+      const word = AUTHORING_WORDS.map((pattern) => pattern.exec(line)?.[0]).find((found) => found !== undefined);
+      if (word !== undefined) {
+        const where = place === "课文" ? `课文第 ${index + 1} 行` : place;
+        problems.push(`${where}写到了学习者手里没有的写作材料「${word}」：换成学习者能看到的东西（上游文件与提交、本章的测试）`);
+      }
+    });
   }
   return problems;
 }
