@@ -7,8 +7,9 @@ import { renderCard } from "../scripts/engine/card.ts";
 import { findChapter, loadChapters } from "../scripts/engine/chapters.ts";
 import { CourseError } from "../scripts/engine/errors.ts";
 import type { CourseHistory } from "../scripts/engine/history.ts";
-import { authoringNotes, lintLesson, predictionOf } from "../scripts/engine/lesson.ts";
+import { authoringNotes, lintLesson, namesTest, predictionOf } from "../scripts/engine/lesson.ts";
 import { LESSONS_DIR } from "../scripts/engine/paths.ts";
+import { faultSetProblems } from "../scripts/engine/selfcheck.ts";
 import { tempDir } from "./helpers.ts";
 
 const work = tempDir("chapters");
@@ -167,5 +168,28 @@ test("课文与提示不提学习者手里没有的写作材料：写到种子�
   const hinted = { ...chapter, labs: [{ ...lab, hints: { ...lab.hints, pseudocode: "代码索引里有一份更新的写法" } }, ...chapter.labs.slice(1)] };
   assert.deepEqual(authoringNotes("", hinted), [
     `实践 ${lab.id} 的第 3 级提示（伪代码）写到了学习者手里没有的写作材料「代码索引」：换成学习者能看到的东西（上游文件与提交、本章的测试）`,
+  ]);
+});
+
+test("故障实验的失败集合：课文点名的一条不多、一条不少，点名可以写全名或开头加省略号", () => {
+  const fault = { title: "t", mutations: [], test: "3.1 甲", alsoFails: ["3.2 乙会红"], includes: [] };
+  assert.deepEqual(faultSetProblems(fault, [{ name: "3.1 甲", ok: false }, { name: "3.2 乙会红", ok: false }, { name: "3.3 丙", ok: true }]), []);
+  assert.deepEqual(faultSetProblems(fault, [{ name: "3.1 甲", ok: false }, { name: "3.2 乙会红", ok: true }, { name: "3.3 丙", ok: false }]), [
+    "故障实验还弄红了课文没有点名的测试（写进 fault.alsoFails 和课文）：「3.3 丙」",
+    "fault.alsoFails 点名的测试并没有失败：「3.2 乙会红」",
+  ]);
+  const name = "5.2 SseDecoder 逐字节喂入也能还原每个事件：汉字被切开";
+  assert.ok(namesTest(`“${name}”失败`, name));
+  assert.ok(namesTest("“5.2 SseDecoder 逐字节……”失败", name));
+  assert.ok(namesTest("5.2 的“SseDecoder 逐字节喂入……”也红", name));
+  assert.ok(!namesTest("“5.2 Sse……”失败", name), "开头太短认不出是哪一条");
+  assert.ok(!namesTest("5.2 也会失败", name));
+
+  const chapter = findChapter(loadChapters(LESSONS_DIR), "06");
+  const lesson = readFileSync(chapter.lessonPath, "utf8");
+  assert.deepEqual(lintLesson(lesson, chapter, [chapter], []).filter((problem) => problem.includes("故障实验")), []);
+  const silent = { ...chapter, fault: { ...chapter.fault, alsoFails: [...chapter.fault.alsoFails, "6.2 注册表按名字找工具"] } };
+  assert.deepEqual(lintLesson(lesson, silent, [chapter], []).filter((problem) => problem.includes("故障实验")), [
+    "「## 故障实验」没有点名会失败的测试「6.2 注册表按名字找工具」：学习者要能照着课文核对红了哪几条",
   ]);
 });

@@ -88,8 +88,10 @@ export interface StarterPlaceholder {
 export interface FaultExperiment {
   title: string;
   mutations: Mutation[];
-  /** 应当失败的测试的完整名称。 */
+  /** 应当失败的测试的完整名称（失败信息按 includes 核对的那一条）。 */
   test: string;
+  /** 同一处破坏还会弄红的其他测试：课文点名的失败集合 = [test, ...alsoFails]，一条不多、一条不少。 */
+  alsoFails: string[];
   /** 失败信息（或断言的 actual / expected）里必须出现的片段。 */
   includes: string[];
 }
@@ -497,6 +499,7 @@ function parseFault(value: unknown, r: Reader): FaultExperiment {
     title: r.string(o.title, "fault.title"),
     mutations,
     test: r.string(o.test, "fault.test"),
+    alsoFails: o.alsoFails === undefined ? [] : r.strings(o.alsoFails, "fault.alsoFails"),
     includes: r.strings(o.includes, "fault.includes", { nonEmpty: true }),
   };
 }

@@ -95,6 +95,10 @@ export function lintLesson(lesson: string, chapter: Chapter, chapters: readonly 
     if (problem) problems.push(`命令 \`${command}\`：${problem}`);
   }
   problems.push(...authoringNotes(lesson, chapter));
+  const faultSection = sectionBody(lesson, "故障实验");
+  for (const name of [chapter.fault.test, ...chapter.fault.alsoFails]) {
+    if (!namesTest(faultSection, name)) problems.push(`「## 故障实验」没有点名会失败的测试「${name}」：学习者要能照着课文核对红了哪几条`);
+  }
   return problems;
 }
 
@@ -136,7 +140,33 @@ export function labPrediction(chapter: Chapter, labId: string): string | undefin
 
 /** `## 实践 N.M · …` 这一节的正文（到下一个二级标题为止）；找不到时是空串。 */
 function labSection(lesson: string, labId: string): string {
-  const start = lesson.search(new RegExp(`^## 实践 ${labId.replace(".", "\\.")}(?: |$)`, "m"));
+  return sectionBody(lesson, `实践 ${labId}`);
+}
+
+/**
+ * 课文是否点名了这条测试：写出全名，或者写出它的开头再接省略号（“5.2 SseDecoder 逐字节……”），
+ * 开头至少 8 个字符，短到认不出是哪一条就不算。
+ */
+export function namesTest(text: string, name: string): boolean {
+  const plain = text.replace(/\\`/g, "`");
+  // 课文常写“6.3 的“参数不合法时……””：实践编号放在引号外面也算点名
+  return [name, name.replace(/^\d+\.\d+ /, "")].some((candidate) => namesFullOrPrefix(plain, candidate));
+}
+
+function namesFullOrPrefix(plain: string, name: string): boolean {
+  if (plain.includes(name)) return true;
+  for (let end = plain.indexOf("…"); end >= 0; end = plain.indexOf("…", end + 1)) {
+    for (let start = Math.max(0, end - name.length); start <= end - 8; start++) {
+      if (name.startsWith(plain.slice(start, end))) return true;
+    }
+  }
+  return false;
+}
+
+/** 以 title 开头的二级标题下的正文（到下一个二级标题为止）；找不到时是空串。 */
+function sectionBody(lesson: string, title: string): string {
+  const escaped = title.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const start = lesson.search(new RegExp(`^## ${escaped}(?: |$)`, "m"));
   if (start < 0) return "";
   const rest = lesson.slice(start + 3);
   const end = rest.search(/^## /m);

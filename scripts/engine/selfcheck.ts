@@ -4,7 +4,7 @@ import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync,
 import path from "node:path";
 
 import { focusedGlob } from "./card.js";
-import { HINT_LEVEL_NAMES, HINT_LEVELS, type Chapter, type RuleMutation, type TestRun } from "./chapters.js";
+import { HINT_LEVEL_NAMES, HINT_LEVELS, type Chapter, type FaultExperiment, type RuleMutation, type TestRun } from "./chapters.js";
 import { checkoutTree, listCommittedFiles, practiceStart, readCommittedFile, shortHash, type CourseHistory } from "./history.js";
 import { citedHashes, lintLesson } from "./lesson.js";
 import { COURSE_PACKAGE } from "./paths.js";
@@ -354,9 +354,22 @@ export async function checkFault(chapter: Chapter, dir: string): Promise<string[
   const outcome = report.tests.find((test) => test.name === chapter.fault.test);
   if (!outcome) return [`故障实验点名的测试「${chapter.fault.test}」没有运行`];
   if (outcome.ok) return [`故障实验之后「${chapter.fault.test}」仍然通过`];
-  return chapter.fault.includes
+  const missing = chapter.fault.includes
     .filter((fragment) => !failureMentions(outcome, fragment))
     .map((fragment) => `「${chapter.fault.test}」失败了，但信息里没有「${fragment}」：${outcome.message ?? ""}`);
+  return [...missing, ...faultSetProblems(chapter.fault, report.tests)];
+}
+
+/** 课文点名的失败集合必须与真正失败的测试一致：学习者照着课文做，看到的红灯一条不多、一条不少。 */
+export function faultSetProblems(fault: FaultExperiment, tests: readonly { name: string; ok: boolean }[]): string[] {
+  const named = new Set([fault.test, ...fault.alsoFails]);
+  const failing = tests.filter((test) => !test.ok).map((test) => test.name);
+  const problems: string[] = [];
+  const unnamed = failing.filter((name) => !named.has(name));
+  if (unnamed.length > 0) problems.push(`故障实验还弄红了课文没有点名的测试（写进 fault.alsoFails 和课文）：${unnamed.map((name) => `「${name}」`).join("、")}`);
+  const passing = [...named].filter((name) => name !== fault.test && !failing.includes(name));
+  if (passing.length > 0) problems.push(`fault.alsoFails 点名的测试并没有失败：${passing.map((name) => `「${name}」`).join("、")}`);
+  return problems;
 }
 
 // ── 承诺 9：从目标的实践区域切出脚手架 ──────────────────────────
