@@ -6,6 +6,8 @@ import os from "node:os";
 
 import { findChapter, loadChapters } from "./engine/chapters.js";
 import { selfCheckChapter } from "./engine/selfcheck.js";
+import { sweepMutants } from "./engine/mutant-sweep.js";
+import { describeMutantReport } from "./engine/mutant-report.js";
 import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
 import { CourseError, usageError } from "./engine/errors.js";
 import { ensureHistory, shortHash } from "./engine/history.js";
@@ -22,10 +24,14 @@ const HELP = `用法：npm run course -- <子命令>
                      把编辑分支（默认 ${EDIT_BRANCH}）写回 lessons/*/chapter.patch 与步骤补丁，
                      重建历史、重新给课文盖哈希，并同步 packages/pi-course
   check [章节…]      对指定章节（默认全部）逐条运行课程自检，任何承诺被打破时以非零状态退出
+  mutants <章节> [--json]
+                     在本章实践区域的代码上逐个施加生成的小变异（运算符互换、边界差一、条件取反、
+                     删掉一条调用），报告聚焦测试抓住了哪些、哪些活了下来，以及变异得分；
+                     活下来的要么补测试，要么写进 chapter.json 的 equivalentMutants（带理由）
   --help             显示本说明`;
 
 await runCommand(async () => {
-  const { values, positionals } = parseCommandLine({ from: { type: "string" } });
+  const { values, positionals } = parseCommandLine({ from: { type: "string" }, json: { type: "boolean" } });
   const [sub, ...rest] = positionals;
   if (values.help || sub === undefined) {
     console.log(HELP);
@@ -80,5 +86,23 @@ await runCommand(async () => {
     console.log(paint("green", `课程自检通过：${selected.map((chapter) => chapter.id).join("、")}`));
     return;
   }
-  throw usageError("UNKNOWN_SUBCOMMAND", `未知子命令「${sub}」；可用：history、edit、export、check`);
+  if (sub === "mutants") {
+    if (rest.length !== 1) throw usageError("MUTANTS_USAGE", "用法：npm run course -- mutants <章节> [--json]，一次一章");
+    const chapters = loadChapters(LESSONS_DIR);
+    const chapter = findChapter(chapters, rest[0] ?? "");
+    const history = await ensureHistory(KIT_ROOT, chapters);
+    const work = mkdtempSync(path.join(os.tmpdir(), "pi-course-mutants-"));
+    try {
+      const report = await sweepMutants({ kitRoot: KIT_ROOT, chapters, history, workRoot: work }, chapter, (outcome, done, total) => {
+        if (!values.json && process.stderr.isTTY) process.stderr.write(`\r  ${done}/${total} ${outcome.mutant.file}:${outcome.mutant.line}`.padEnd(70));
+      });
+      if (!values.json && process.stderr.isTTY) process.stderr.write("\r".padEnd(72) + "\r");
+      if (values.json) console.log(JSON.stringify(report, null, 2));
+      else for (const line of describeMutantReport(report, chapter)) console.log(line);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+    return;
+  }
+  throw usageError("UNKNOWN_SUBCOMMAND", `未知子命令「${sub}」；可用：history、edit、export、check、mutants`);
 });

@@ -148,6 +148,8 @@ export interface ChapterMeta {
   mutations: RuleMutation[];
   /** 编译失败用例：课文说“这样写过不了 tsc”的地方，自检真的去编译一次。 */
   compileFails: CompileFail[];
+  /** `course mutants` 生成的变异里，作者判定与原代码等价的那些（各带理由），不计入变异得分。 */
+  equivalentMutants: EquivalentMutant[];
   /** 从目标切出练习目录时，不用默认“尚未实现”的区域。 */
   placeholders: StarterPlaceholder[];
   acceptance: string[];
@@ -340,6 +342,8 @@ function parseMeta(raw: unknown, r: Reader): ChapterMeta {
     mutations: o.mutations === undefined ? [] : r.array(o.mutations, "mutations", (value, field) => parseRuleMutation(value, field, r)),
     compileFails:
       o.compileFails === undefined ? [] : r.array(o.compileFails, "compileFails", (value, field) => parseCompileFail(value, field, r)),
+    equivalentMutants:
+      o.equivalentMutants === undefined ? [] : r.array(o.equivalentMutants, "equivalentMutants", (value, field) => parseEquivalent(value, field, r)),
     placeholders:
       o.placeholders === undefined ? [] : r.array(o.placeholders, "placeholders", (value, field) => parsePlaceholder(value, field, r)),
     acceptance: r.strings(o.acceptance, "acceptance", { nonEmpty: true }),
@@ -465,6 +469,16 @@ function parseMutation(value: unknown, field: string, r: Reader): Mutation {
   if (typeof m.replace !== "string") r.fail(`${field}.replace`, "应当是字符串");
   if (m.replace === find) r.fail(`${field}.replace`, "与 find 相同，什么也没改");
   return { file, find, replace: m.replace };
+}
+
+/** 等价变异：与原代码行为相同、任何测试都抓不住的生成变异，写明理由。 */
+export interface EquivalentMutant extends Mutation {
+  reason: string;
+}
+
+function parseEquivalent(value: unknown, field: string, r: Reader): EquivalentMutant {
+  const o = r.object(value, field);
+  return { reason: r.string(o.reason, `${field}.reason`), ...parseMutation(o, field, r) };
 }
 
 function parseRuleMutation(value: unknown, field: string, r: Reader): RuleMutation {

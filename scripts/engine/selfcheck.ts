@@ -4,7 +4,7 @@ import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync,
 import path from "node:path";
 
 import { focusedGlob } from "./card.js";
-import { HINT_LEVEL_NAMES, HINT_LEVELS, type Chapter, type FaultExperiment, type RuleMutation, type TestRun } from "./chapters.js";
+import { HINT_LEVEL_NAMES, HINT_LEVELS, type Chapter, type FaultExperiment, type Mutation, type RuleMutation, type TestRun } from "./chapters.js";
 import { checkoutTree, listCommittedFiles, practiceStart, readCommittedFile, shortHash, type CourseHistory } from "./history.js";
 import { citedHashes, lintLesson } from "./lesson.js";
 import { COURSE_PACKAGE } from "./paths.js";
@@ -469,12 +469,32 @@ export async function checkMutations(chapter: Chapter, dir: string): Promise<str
 }
 
 async function checkMutation(chapter: Chapter, dir: string, mutation: RuleMutation, label: string): Promise<string | undefined> {
+  const verdict = await judgeMutant(chapter, dir, mutation, label);
+  if (verdict.kind === "problem") return verdict.problem;
+  if (verdict.kind === "survived") return `${label}之后聚焦测试仍然 ${verdict.passed}/${verdict.total} 全绿：没有测试守住这条规则`;
+  return undefined;
+}
+
+export type MutantVerdict = { kind: "killed" } | { kind: "survived"; passed: number; total: number } | { kind: "problem"; problem: string };
+
+/**
+ * 施加一处替换（目标已经编译干净），看聚焦测试能不能抓住它；测完文件与 dist 都换回原样。
+ * 供承诺 10 与作者的 `course mutants` 共用。
+ */
+export async function judgeMutant(chapter: Chapter, dir: string, mutation: Mutation, label: string): Promise<MutantVerdict> {
   const focused = compiledTestPath(dir, chapter.focusedTest.path);
-  return withReplacement(dir, mutation, label, async (mutated) => {
+  let verdict: MutantVerdict = { kind: "killed" };
+  const problem = await withReplacement(dir, mutation, label, async (mutated) => {
     const emitted = compiledTestPath(dir, mutation.file);
     if (!mutation.file.endsWith(".ts") || !existsSync(emitted)) return `${label}要改的 ${mutation.file} 不是编译进 dist 的 .ts 文件`;
     const original = readFileSync(emitted);
-    writeFileSync(emitted, await stripTypes(mutated, mutation.file));
+    let emittedJs: string;
+    try {
+      emittedJs = await stripTypes(mutated, mutation.file);
+    } catch (error) {
+      return `${label}之后 ${mutation.file} 不再是合法的 TypeScript：${error instanceof Error ? error.message.split("\n")[0] : String(error)}`;
+    }
+    writeFileSync(emitted, emittedJs);
     try {
       // 只问还是不是全绿：第一项失败就足以判定这条变异被抓住，不再等其余测试和挂住的测试进程。
       // 先只跑改动所在文件的那几个实践的测试（多半就是它们守着这条规则，不必先等别的实践里慢的测试）；
@@ -484,12 +504,19 @@ async function checkMutation(chapter: Chapter, dir: string, mutation: RuleMutati
         runTests([focused], { timeoutMs: MUTANT_TIMEOUT_MS, stopAtFirstFailure: true, ...(pattern === undefined ? {} : { pattern }) });
       if (owners !== undefined && hasFailure(await run(owners))) return undefined;
       const report = await run();
-      if (report.tests.length > 0 && !hasFailure(report)) return `${label}之后聚焦测试仍然 ${report.passed}/${report.tests.length} 全绿：没有测试守住这条规则`;
+      if (report.tests.length > 0 && !hasFailure(report)) verdict = { kind: "survived", passed: report.passed, total: report.tests.length };
       return undefined;
     } finally {
       writeFileSync(emitted, original);
     }
   });
+  return problem === undefined ? verdict : { kind: "problem", problem };
+}
+
+/** 目标目录编译干净（承诺 3 已编译过就直接用），供作者工具在同一目录上连续检验多条变异。 */
+export async function prepareMutantDir(dir: string): Promise<string[]> {
+  const build = await buildClean(dir);
+  return build.ok ? [] : [`目标编译失败：${describeBuild(build.errors)}`];
 }
 
 /** 哪几个实践的 files 里有这个文件：它们各自的测试（第一个 run 的 pattern）合成一个；有一个实践不按 pattern 选测试就是 undefined。 */
