@@ -11,6 +11,7 @@
  * 补丁，写下的 prompt 一个字节都不改。模板不进 system：它在用户这一侧展开，模型不需要知道它存在。
  *
  * 坏材料不让 Agent 停下：读不了、太大、不是 UTF-8、front matter 写坏了，都记成一条诊断，跳过这一份。
+ * 三种文件读法相同：先 stat，不是普通文件（FIFO、目录、设备）或超过上限就不读，所以一个 FIFO 卡不住启动。
  */
 
 import { lstat, readdir, readFile, realpath, stat } from "node:fs/promises";
@@ -60,7 +61,7 @@ export interface LoadResourcesOptions {
   cwd: string;
   /** 向上找 AGENTS.md 时走到这一层为止（含这一层）；省略时走到文件系统根。测试用它隔开机器上真实的 AGENTS.md。 */
   stopAt?: string;
-  /** 一份上下文文件最多多少字节，默认 64 KiB：它每次请求都要发，太大的文件多半是放错了地方。 */
+  /** 一份资源文件（上下文、技能、模板）最多多少字节，默认 64 KiB：上下文每次请求都要发，太大的文件多半是放错了地方。 */
   maxContextBytes?: number;
 }
 
@@ -224,6 +225,21 @@ function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/**
+ * 读一份资源文件：先 stat（顺着符号链接走：指向自己的链接在这里报 ELOOP），不是普通文件、超过上限就不读。
+ * 对 FIFO 调 readFile 会一直等到有人往里写：只有 stat 之后再读，启动才不会卡在一个管道上。
+ */
+async function readTextFile(file: string, maxBytes: number): Promise<string> {
+  const info = await stat(file);
+  if (!info.isFile()) throw new Error("不是普通文件");
+  if (info.size > maxBytes) throw new Error(`文件有 ${info.size} 字节，超过上限 ${maxBytes} 字节`);
+  try {
+    return strictUtf8.decode(await readFile(file));
+  } catch (error) {
+    throw error instanceof TypeError ? new Error("不是有效的 UTF-8 文本") : error;
+  }
+}
+
 /** 从 dir 往上直到 stop（或根）的每一层，外层在前。 */
 function ancestors(dir: string, stop: string | undefined): string[] {
   const chain: string[] = [];
@@ -244,15 +260,9 @@ async function contextFileIn(dir: string, maxBytes: number, diagnostics: Resourc
       continue;
     }
     try {
-      // stat 顺着符号链接走：指向自己的链接在这里报 ELOOP，而不是让读取卡住。
-      const info = await stat(file);
-      if (!info.isFile()) throw new Error("不是普通文件");
-      if (info.size > maxBytes) throw new Error(`文件有 ${info.size} 字节，超过上限 ${maxBytes} 字节`);
-      const content = strictUtf8.decode(await readFile(file));
-      return { path: file, content };
+      return { path: file, content: await readTextFile(file, maxBytes) };
     } catch (error) {
-      const reason = error instanceof TypeError ? "不是有效的 UTF-8 文本" : errorText(error);
-      diagnostics.push({ path: file, message: `跳过上下文文件：${reason}。` });
+      diagnostics.push({ path: file, message: `跳过上下文文件：${errorText(error)}。` });
       return undefined;
     }
   }
@@ -287,28 +297,50 @@ async function listDir(dir: string): Promise<string[]> {
   }
 }
 
+// #region lab 12.2 辅助
+/** file 是否在 dir 里面（两者都是真实路径）。 */
+function isInside(file: string, dir: string): boolean {
+  const relative = path.relative(dir, file);
+  return relative.split(path.sep)[0] !== ".." && !path.isAbsolute(relative);
+}
+
+/** SKILL.md 的真实路径；没有这个文件（或那一项不是目录）交回 undefined：它不是技能，不算问题。 */
+async function realSkillFile(filePath: string): Promise<string | undefined> {
+  try {
+    return await realpath(filePath);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+    throw error;
+  }
+}
+// #endregion
+
 /**
  * `<cwd>/.pi/skills/<name>/SKILL.md`，只看一层：不递归，也就不会在符号链接的环里打转。
- * 路径取真实路径：prompt 里写的正文位置要能原样交给 read 工具，而 read 按真实路径判断是否在工作区里。
+ * 路径取真实路径：prompt 里写的正文位置要能原样交给 read 工具，而 read 按真实路径判断是否在工作区里；
+ * 所以经符号链接指到工作区之外的技能不列出来（列出来模型也读不到正文），记一条诊断。
+ * 两个技能同名时模型分不清该读哪一个：先找到的（目录名排在前面的）留下，后来的记一条诊断。
  */
-export async function loadSkills(cwd: string, diagnostics: ResourceDiagnostic[] = []): Promise<Skill[]> {
+export async function loadSkills(cwd: string, diagnostics: ResourceDiagnostic[] = [], maxBytes = DEFAULT_MAX_CONTEXT_BYTES): Promise<Skill[]> {
   // #region lab 12.2
-  const root = path.join(await realpath(cwd), ".pi", "skills");
+  const workspace = await realpath(cwd);
+  const root = path.join(workspace, ".pi", "skills");
   const skills: Skill[] = [];
   for (const entry of await listDir(root)) {
     const baseDir = path.join(root, entry);
     const filePath = path.join(baseDir, "SKILL.md");
-    let source: string;
     try {
-      source = await readFile(filePath, "utf8");
-    } catch {
-      continue;
-    }
-    try {
-      const { fields } = parseFrontmatter(source);
+      const real = await realSkillFile(filePath);
+      if (real === undefined) continue;
+      if (!isInside(real, workspace)) throw new Error(`它的真实位置 ${real} 在工作区之外，read 工具读不到它的正文`);
+      const { fields } = parseFrontmatter(await readTextFile(filePath, maxBytes));
       const description = fields["description"]?.trim() ?? "";
       if (description === "") throw new Error("缺少 description：模型只靠它决定什么时候用这个技能");
-      skills.push({ name: fields["name"]?.trim() || entry, description, filePath, baseDir });
+      const name = fields["name"]?.trim() || entry;
+      const earlier = skills.find((skill) => skill.name === name);
+      if (earlier !== undefined) throw new Error(`与 ${earlier.filePath} 同名（${name}），先找到的那个留下`);
+      skills.push({ name, description, filePath, baseDir });
     } catch (error) {
       diagnostics.push({ path: filePath, message: `跳过技能：${errorText(error)}。` });
     }
@@ -318,7 +350,11 @@ export async function loadSkills(cwd: string, diagnostics: ResourceDiagnostic[] 
 }
 
 /** `<cwd>/.pi/prompts/<name>.md`；没写 description 就用正文的第一行。 */
-export async function loadPromptTemplates(cwd: string, diagnostics: ResourceDiagnostic[] = []): Promise<PromptTemplate[]> {
+export async function loadPromptTemplates(
+  cwd: string,
+  diagnostics: ResourceDiagnostic[] = [],
+  maxBytes = DEFAULT_MAX_CONTEXT_BYTES,
+): Promise<PromptTemplate[]> {
   // #region lab 12.2
   const root = path.join(cwd, ".pi", "prompts");
   const templates: PromptTemplate[] = [];
@@ -326,7 +362,7 @@ export async function loadPromptTemplates(cwd: string, diagnostics: ResourceDiag
     if (!entry.endsWith(".md")) continue;
     const filePath = path.join(root, entry);
     try {
-      const { fields, body } = parseFrontmatter(await readFile(filePath, "utf8"));
+      const { fields, body } = parseFrontmatter(await readTextFile(filePath, maxBytes));
       const firstLine = body.split("\n").find((line) => line.trim() !== "")?.trim() ?? "";
       templates.push({ name: entry.slice(0, -".md".length), description: fields["description"] ?? firstLine, content: body, filePath });
     } catch (error) {
@@ -341,7 +377,8 @@ export async function loadPromptTemplates(cwd: string, diagnostics: ResourceDiag
 export async function loadResources(options: LoadResourcesOptions): Promise<Resources> {
   const diagnostics: ResourceDiagnostic[] = [];
   const contextFiles = await loadContextFiles(options.cwd, { ...options, diagnostics });
-  const skills = await loadSkills(options.cwd, diagnostics);
-  const promptTemplates = await loadPromptTemplates(options.cwd, diagnostics);
+  const maxBytes = options.maxContextBytes ?? DEFAULT_MAX_CONTEXT_BYTES;
+  const skills = await loadSkills(options.cwd, diagnostics, maxBytes);
+  const promptTemplates = await loadPromptTemplates(options.cwd, diagnostics, maxBytes);
   return { contextFiles, skills, promptTemplates, diagnostics };
 }
