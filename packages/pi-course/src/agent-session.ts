@@ -32,7 +32,9 @@ import { convertToLlm, createCustomMessage, type BashExecutionMessage, type Cust
 import type { BranchSummaryEntry, CompactionEntry, CustomEntry } from "./session-entries.js";
 import { contextItems, type SessionTree } from "./session-tree.js";
 import type { ExtensionRunner, LifecycleEvent } from "./extensions.js";
-import { expandPromptTemplate, resourcePatch, resourceSections, type PromptTemplate, type Resources } from "./resources.js";
+import type { Resources } from "./resources.js";
+import { resourcePatch, resourceSections } from "./resources/sections.js";
+import { expandPromptTemplate, type PromptTemplate } from "./resources/skills.js";
 import type { CommandResult } from "./shell.js";
 import type { AgentTool } from "./tools.js";
 import { currentSystemMessage, type AgentMessage, type Model, type SystemMessage, type TextContent } from "./types.js";

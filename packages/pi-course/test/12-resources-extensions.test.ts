@@ -15,19 +15,10 @@ import {
   type ExtensionError,
   type ExtensionFactory,
 } from "../src/extensions.js";
-import {
-  expandPromptTemplate,
-  loadContextFiles,
-  loadPromptTemplates,
-  loadResources,
-  loadSkills,
-  parseCommandArgs,
-  resourcePatch,
-  resourceSections,
-  substituteArgs,
-  type ResourceDiagnostic,
-  type Resources,
-} from "../src/resources.js";
+import { loadResources, type Resources } from "../src/resources.js";
+import { loadContextFiles, type ResourceDiagnostic } from "../src/resources/context-files.js";
+import { resourcePatch, resourceSections } from "../src/resources/sections.js";
+import { expandPromptTemplate, loadPromptTemplates, loadSkills, parseCommandArgs, substituteArgs } from "../src/resources/skills.js";
 import { s } from "../src/schema.js";
 import { ScriptedModel, type ScriptedTurn } from "../src/scripted-model.js";
 import { InMemorySessionStore } from "../src/session-store.js";
@@ -98,9 +89,9 @@ async function scene(
     model,
     systemPrompt: "你是一个编程助手。",
     now: () => 1_000,
-    ...(options.tools ? { tools: options.tools } : {}),
-    ...(options.resources ? { resources: options.resources } : {}),
-    ...(runner ? { extensions: runner } : {}),
+    tools: options.tools,
+    resources: options.resources,
+    extensions: runner,
   });
   return { session, model, store, errors };
 }
