@@ -32,7 +32,9 @@ import { convertToLlm, createCustomMessage, type BashExecutionMessage, type Cust
 import type { BranchSummaryEntry, CompactionEntry, CustomEntry } from "./session-entries.js";
 import { contextItems, type SessionTree } from "./session-tree.js";
 import type { ExtensionRunner, LifecycleEvent } from "./extensions.js";
-import { expandPromptTemplate, resourcePatch, resourceSections, type PromptTemplate, type Resources } from "./resources.js";
+import type { Resources } from "./resources.js";
+import { resourcePatch, resourceSections } from "./resources/sections.js";
+import { expandPromptTemplate, type PromptTemplate } from "./resources/skills.js";
 import type { CommandResult } from "./shell.js";
 import type { AgentTool } from "./tools.js";
 import { currentSystemMessage, type AgentMessage, type Model, type SystemMessage, type TextContent } from "./types.js";
@@ -125,9 +127,9 @@ export function extensionAgentOptions(
   // #region lab 12.4
   return {
     transformContext: async (messages, signal) => runner.transformContext(own === undefined ? messages : await own(messages, signal)),
-    beforeToolCall: async ({ toolCall, args }) =>
-      runner.emitToolCall({ type: "tool_call", toolCallId: toolCall.id, toolName: toolCall.name, input: args }),
-    afterToolCall: async ({ toolCall, args, result, isError }) =>
+    beforeToolCall: async ({ toolCall, args }, signal) =>
+      runner.emitToolCall({ type: "tool_call", toolCallId: toolCall.id, toolName: toolCall.name, input: args }, signal),
+    afterToolCall: async ({ toolCall, args, result, isError }, signal) =>
       runner.emitToolResult({
         type: "tool_result",
         toolCallId: toolCall.id,
@@ -136,7 +138,7 @@ export function extensionAgentOptions(
         content: result.content,
         details: result.details,
         isError,
-      }),
+      }, signal),
   };
   // #endregion
 }
@@ -161,7 +163,7 @@ export class AgentSession {
     // #region lab 10.4
     const history = options.tree.buildSessionContext();
     const start = history.length > 0 ? { messages: history } : options.systemPrompt !== undefined ? { systemPrompt: options.systemPrompt } : {};
-    const tools = [...(options.tools ?? []), ...(runner?.tools ?? [])];
+    const tools = runner === undefined ? (options.tools ?? []) : runner.toolSet(options.tools ?? []);
     this.agent = new Agent({
       model: options.model,
       ...start,
@@ -232,7 +234,7 @@ export class AgentSession {
     runner.bindActions({
       sendMessage: (input) => void this.sendMessage(input),
       appendEntry: (customType, data) => void this.appendEntry(customType, data),
-      toolsChanged: () => this.agent.setTools([...(this.options.tools ?? []), ...runner.tools]),
+      toolsChanged: () => this.agent.setTools(runner.toolSet(this.options.tools ?? [])),
     });
     this.agent.subscribe((event) => {
       const lifecycle = lifecycleEventOf(event);

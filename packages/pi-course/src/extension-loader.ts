@@ -1,8 +1,8 @@
 /**
  * 扩展加载器：`.pi/extensions/` 里的每个 `.ts` / `.js` / `.mjs` 文件是一个扩展，按文件名顺序加载。
  *
- * 一个文件坏了（导入失败、default 不是函数、工厂抛出、工厂一直不结束）只是一条带文件名的错误，
- * 别的扩展照样加载，Agent 照样启动。
+ * 一个文件坏了（导入失败、default 不是函数、工厂抛出、顶层代码或工厂一直不结束）只是一条带文件名的错误，
+ * 别的扩展照样加载，Agent 照样启动。时限管的是整个加载：顶层的 await 和工厂一样可能永远不结束。
  *
  * `.ts` 怎么加载：课程要在 Node 20、22、24、26 上都能跑。能剥类型的 Node（process.features.typescript，
  * 22.18 起默认打开）直接 import()；剥不了的（Node 20、更早的 22）交给 tsx（套件的开发依赖，练习目录经链接
@@ -20,7 +20,7 @@ import { extensionFromFactory, type Extension, type ExtensionError, type Extensi
 // ── 类型 ────────────────────────────────────────────────────────
 
 export interface LoadExtensionsOptions {
-  /** 一个扩展的工厂最多等多久，默认 10 秒：一直不结束的扩展不能让 Agent 永远起不来。 */
+  /** 一个扩展（导入加上工厂）最多等多久，默认 10 秒：一直不结束的扩展不能让 Agent 永远起不来。 */
   timeoutMs?: number;
 }
 
@@ -97,12 +97,15 @@ export async function importExtensionModule(file: string): Promise<unknown> {
   // #endregion
 }
 
-/** 导入、取工厂、运行工厂（限时）；任何一步失败都抛出，由 loadExtensions 记成错误。 */
+/**
+ * 导入、取工厂、运行工厂，三步共用一个时限；任何一步失败都抛出，由 loadExtensions 记成错误。
+ * 只给工厂计时不够：模块顶层的 await 在 import() 里就可能永远等下去。
+ */
 export async function loadExtension(file: string, options: LoadExtensionsOptions = {}): Promise<Extension> {
   // #region lab 12.6
   const timeoutMs = options.timeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS;
-  const factory = factoryOf(await importExtensionModule(file), file);
-  return withTimeout(extensionFromFactory(file, factory), timeoutMs, `${path.basename(file)} 的工厂 ${timeoutMs} ms 内没有结束，已放弃这个扩展`);
+  const load = async () => extensionFromFactory(file, factoryOf(await importExtensionModule(file), file));
+  return withTimeout(load(), timeoutMs, `${path.basename(file)} 在 ${timeoutMs} ms 内没有加载完（顶层代码或工厂一直不结束），已放弃这个扩展`);
   // #endregion
 }
 

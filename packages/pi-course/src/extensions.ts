@@ -1,127 +1,42 @@
 /**
- * 扩展：一个模块的 default 导出是 `(pi: ExtensionAPI) => void | Promise<void>`。它在加载时登记处理器、
- * 工具和命令；之后 Agent 每到一个时刻，ExtensionRunner 就按登记顺序调用那个事件的处理器。
+ * 扩展的运行器：一个模块的 default 导出是 `(pi: ExtensionAPI) => void | Promise<void>`（作者读的 API 在
+ * extensions/types.ts）。它在加载时登记处理器、工具和命令；之后 Agent 每到一个时刻，ExtensionRunner 就按
+ * 登记顺序调用那个事件的处理器。
  *
- * 三条隔离规则：
+ * 隔离规则：
  *   处理器按登记顺序运行：先按扩展文件的顺序，同一个扩展里按 on() 的先后。
  *   处理器抛出的异常交给 onError，写明是哪个文件、哪个事件；Agent 照常往下走。
  *     唯一的例外是 tool_call：守卫自己坏了，就当它拦下了这次调用（宁可少做，不可越权）。
+ *   处理器拿到的是快照：改它给的对象，改不到 transcript，也改不到下一次请求。
+ *   tool_result 的改写要先过形状检查：进 transcript 的东西必须能写进会话文件。
+ *   tool_call / tool_result 的处理器和这次运行一起被 abort：一个不结束的处理器拖不住 Agent。
+ *   登记的工具先过检查：形状不对、与已有工具同名的那一项报告后丢掉，别的照常。
  *   context 与 context_with_system 只改这一次请求：它们跑在 transformContext 里，不写进会话。
  */
 
 import type { CustomMessageInput } from "./agent-session.js";
+import type {
+  ContextEvent,
+  ContextWithSystemEvent,
+  ExtensionAPI,
+  ExtensionContext,
+  ExtensionEventType,
+  ExtensionFactory,
+  ExtensionHandler,
+  LifecycleEvent,
+  RegisteredCommand,
+  ToolCallEvent,
+  ToolCallEventResult,
+  ToolResultEvent,
+  ToolResultEventResult,
+} from "./extensions/types.js";
 import type { AgentTool } from "./tools.js";
-import {
-  currentSystemMessage,
-  type AgentMessage,
-  type AssistantMessage,
-  type TextContent,
-  type ToolResultMessage,
-} from "./types.js";
+import { currentSystemMessage, type AgentMessage, type TextContent } from "./types.js";
 
-// ── 事件 ────────────────────────────────────────────────────────
+/** 作者读的类型在 extensions/types.ts；运行器的调用方从这里一并拿到它们。 */
+export type * from "./extensions/types.js";
 
-export interface SessionStartEvent {
-  type: "session_start";
-}
-export interface AgentStartEvent {
-  type: "agent_start";
-}
-export interface AgentEndEvent {
-  type: "agent_end";
-  messages: AgentMessage[];
-}
-export interface TurnStartEvent {
-  type: "turn_start";
-  step: number;
-}
-export interface TurnEndEvent {
-  type: "turn_end";
-  message: AssistantMessage;
-  toolResults: ToolResultMessage[];
-}
-/** 工具执行之前：处理器可以拦下它。 */
-export interface ToolCallEvent {
-  type: "tool_call";
-  toolCallId: string;
-  toolName: string;
-  input: unknown;
-}
-/** 工具执行之后、结果进 transcript 之前：处理器可以改写它。 */
-export interface ToolResultEvent {
-  type: "tool_result";
-  toolCallId: string;
-  toolName: string;
-  input: unknown;
-  content: TextContent[];
-  details: unknown;
-  isError: boolean;
-}
-/** 这一次请求的对话部分：system 消息已经拿掉，处理完会放回去。 */
-export interface ContextEvent {
-  type: "context";
-  messages: AgentMessage[];
-}
-/** 这一次请求的完整 transcript，包括 system：处理器交回什么，请求就是什么。 */
-export interface ContextWithSystemEvent {
-  type: "context_with_system";
-  messages: AgentMessage[];
-}
-
-export interface ToolCallEventResult {
-  block?: boolean;
-  /** 拦下时成为那条工具结果的文字：模型读到它，才知道为什么没执行。 */
-  reason?: string;
-}
-export interface ToolResultEventResult {
-  content?: TextContent[];
-  details?: unknown;
-  isError?: boolean;
-}
-export interface ContextEventResult {
-  messages?: AgentMessage[];
-}
-
-/** 每个事件的形状，和它的处理器可以交回什么。 */
-export interface ExtensionEventMap {
-  session_start: { event: SessionStartEvent; result: void };
-  agent_start: { event: AgentStartEvent; result: void };
-  agent_end: { event: AgentEndEvent; result: void };
-  turn_start: { event: TurnStartEvent; result: void };
-  turn_end: { event: TurnEndEvent; result: void };
-  tool_call: { event: ToolCallEvent; result: ToolCallEventResult | void };
-  tool_result: { event: ToolResultEvent; result: ToolResultEventResult | void };
-  context: { event: ContextEvent; result: ContextEventResult | void };
-  context_with_system: { event: ContextWithSystemEvent; result: ContextEventResult | void };
-}
-
-export type ExtensionEventType = keyof ExtensionEventMap;
-export type LifecycleEvent = SessionStartEvent | AgentStartEvent | AgentEndEvent | TurnStartEvent | TurnEndEvent;
-
-export interface ExtensionContext {
-  cwd: string;
-}
-
-export type ExtensionHandler<K extends ExtensionEventType> = (
-  event: ExtensionEventMap[K]["event"],
-  ctx: ExtensionContext,
-) => ExtensionEventMap[K]["result"] | Promise<ExtensionEventMap[K]["result"]>;
-
-export interface RegisteredCommand {
-  description?: string;
-  handler(args: string, ctx: ExtensionContext): void | Promise<void>;
-}
-
-/** 扩展能做的全部事情。形状照上游 pi 的 ExtensionAPI，只留本章用到的几个。 */
-export interface ExtensionAPI {
-  on<K extends ExtensionEventType>(event: K, handler: ExtensionHandler<K>): void;
-  registerTool(tool: AgentTool<any>): void;
-  registerCommand(name: string, command: RegisteredCommand): void;
-  sendMessage<T>(input: CustomMessageInput<T>): void;
-  appendEntry<T>(customType: string, data?: T): void;
-}
-
-export type ExtensionFactory = (pi: ExtensionAPI) => void | Promise<void>;
+// ── 运行器的类型 ────────────────────────────────────────────────
 
 /** 会话交给扩展的动作；绑定之前调用它们会得到一句说明。 */
 export interface ExtensionActions {
@@ -143,7 +58,7 @@ export interface Extension {
 /** 一次出错：哪个文件、哪个事件（加载时是 "load"）、说了什么。 */
 export interface ExtensionError {
   extensionPath: string;
-  event: ExtensionEventType | "load" | "command";
+  event: ExtensionEventType | "load" | "command" | "register_tool";
   error: string;
 }
 
@@ -215,6 +130,48 @@ function withoutSystem(messages: readonly AgentMessage[]): AgentMessage[] {
   return messages.filter((message) => message.role !== "system");
 }
 
+// ── 纯函数：登记与改写的形状 ────────────────────────────────────
+
+/** 一项工具登记哪里不对；没问题交回 undefined。扩展是别人写的 JavaScript，类型标注挡不住 registerTool(null)。 */
+export function malformedTool(tool: unknown): string | undefined {
+  // #region lab 12.4
+  if (typeof tool !== "object" || tool === null) return `登记的工具形状不对：拿到的是 ${tool === null ? "null" : typeof tool}，不是工具对象`;
+  const { name, description, parameters, execute } = tool as Partial<Record<keyof AgentTool, unknown>>;
+  if (typeof name !== "string" || name === "") return "登记的工具形状不对：name 必须是非空字符串";
+  if (typeof description !== "string") return `登记的工具形状不对：${name} 的 description 必须是字符串`;
+  if (typeof parameters !== "object" || parameters === null) return `登记的工具形状不对：${name} 没有 parameters`;
+  if (typeof execute !== "function") return `登记的工具形状不对：${name} 的 execute 不是函数`;
+  return undefined;
+  // #endregion
+}
+
+/**
+ * tool_result 的改写哪里不对；没问题交回 undefined。改写后的结果要进 transcript、写进会话文件、发给模型：
+ * content 必须是文本块数组，details 必须能写成 JSON，isError 必须是布尔值。
+ */
+export function invalidRewrite(result: unknown): string | undefined {
+  // #region lab 12.4
+  if (typeof result !== "object" || result === null || Array.isArray(result)) return "交回的不是对象";
+  const { content, details, isError } = result as Record<string, unknown>;
+  const isTextBlock = (block: unknown) =>
+    typeof block === "object" && block !== null && (block as TextContent).type === "text" && typeof (block as TextContent).text === "string";
+  if (content !== undefined && !(Array.isArray(content) && content.every(isTextBlock))) return "content 必须是文本块数组（{ type: \"text\", text }）";
+  if (isError !== undefined && typeof isError !== "boolean") return "isError 必须是布尔值";
+  if (details !== undefined && !writableAsJson(details)) return "details 必须能写成 JSON（BigInt、函数、循环引用都不行）";
+  return undefined;
+  // #endregion
+}
+
+// #region lab 12.4 辅助
+function writableAsJson(value: unknown): boolean {
+  try {
+    return JSON.stringify(value) !== undefined;
+  } catch {
+    return false;
+  }
+}
+// #endregion
+
 // ── 运行器 ──────────────────────────────────────────────────────
 
 function errorText(error: unknown): string {
@@ -224,6 +181,29 @@ function errorText(error: unknown): string {
 function defaultOnError(error: ExtensionError): void {
   console.error(`扩展 ${error.extensionPath} 在 ${error.event} 里出错（已跳过，Agent 继续）：${error.error}`);
 }
+
+/** 写给模型看的：这次调用没有执行，因为运行在检查它时被中止了。 */
+export const ABORTED_BEFORE_CHECK = "The run was aborted while an extension was checking this tool call; the tool did not run.";
+
+// #region lab 12.4 辅助
+const ABORTED = Symbol("aborted");
+
+/** 等一个处理器，但不比这次运行更久：signal 一 abort 就交回 ABORTED，不再等一个不结束的处理器。 */
+async function untilAborted<T>(work: () => T | Promise<T>, signal: AbortSignal | undefined): Promise<T | typeof ABORTED> {
+  if (signal === undefined) return work();
+  if (signal.aborted) return ABORTED;
+  let stop!: () => void;
+  const aborted = new Promise<typeof ABORTED>((resolve) => {
+    stop = () => resolve(ABORTED);
+    signal.addEventListener("abort", stop, { once: true });
+  });
+  try {
+    return await Promise.race([Promise.resolve().then(work), aborted]);
+  } finally {
+    signal.removeEventListener("abort", stop);
+  }
+}
+// #endregion
 
 export class ExtensionRunner {
   readonly extensions: readonly Extension[];
@@ -236,18 +216,28 @@ export class ExtensionRunner {
     this.onError = options.onError ?? defaultOnError;
   }
 
-  /** 全部扩展登记的工具，按扩展顺序。 */
-  get tools(): AgentTool<any>[] {
-    return this.extensions.flatMap((extension) => extension.tools);
-  }
-
-  /** 同名命令以先加载的扩展为准。 */
-  getCommand(name: string): RegisteredCommand | undefined {
+  /**
+   * 会话的工具集：自己的工具在前，扩展登记的随后（按扩展顺序）。形状不对的登记、与已有工具同名的登记
+   * 各报告一次（写明扩展文件），从扩展里拿掉：先登记的留下，自己的工具谁也顶替不了。
+   */
+  toolSet(own: readonly AgentTool<any>[]): AgentTool<any>[] {
+    // #region lab 12.4
+    const tools = [...own];
+    const names = new Set(own.map((tool) => tool.name));
     for (const extension of this.extensions) {
-      const command = extension.commands.get(name);
-      if (command !== undefined) return command;
+      extension.tools = extension.tools.filter((tool) => {
+        const problem = malformedTool(tool) ?? (names.has(tool.name) ? `工具名 ${tool.name} 已经有了：先登记的留下，这一项不进工具集` : undefined);
+        if (problem !== undefined) {
+          this.onError({ extensionPath: extension.path, event: "register_tool", error: problem });
+          return false;
+        }
+        names.add(tool.name);
+        tools.push(tool);
+        return true;
+      });
     }
-    return undefined;
+    return tools;
+    // #endregion
   }
 
   bindActions(actions: ExtensionActions): void {
@@ -269,12 +259,13 @@ export class ExtensionRunner {
     this.onError({ extensionPath: extension.path, event, error: errorText(error) });
   }
 
-  /** 生命周期事件：只通知，不收结果；一个处理器抛出，后面的照样运行。 */
+  /** 生命周期事件：只通知，不收结果；一个处理器抛出，后面的照样运行。每个处理器拿一份快照。 */
   async emit(event: LifecycleEvent): Promise<void> {
     // #region lab 12.4
     for (const [extension, handler] of this.handlersOf(event.type)) {
       try {
-        await handler(event as never, this.ctx);
+        // 深拷贝：turn_end 给的 message 就是 transcript 里那一条，改了它就改了下一次请求。
+        await handler(structuredClone(event) as never, this.ctx);
       } catch (error) {
         this.report(extension, event.type, error);
       }
@@ -282,12 +273,16 @@ export class ExtensionRunner {
     // #endregion
   }
 
-  /** 第一个说 block 的处理器拦下调用，后面的不再问；抛出的处理器也算拦下。 */
-  async emitToolCall(event: ToolCallEvent): Promise<ToolCallEventResult | undefined> {
+  /**
+   * 第一个说 block 的处理器拦下调用，后面的不再问；抛出的处理器也算拦下。
+   * 运行被 abort 时不再等处理器：当作拦下（工具没执行），这次运行随即以 aborted 收场。
+   */
+  async emitToolCall(event: ToolCallEvent, signal?: AbortSignal): Promise<ToolCallEventResult | undefined> {
     // #region lab 12.4
     for (const [extension, handler] of this.handlersOf("tool_call")) {
       try {
-        const result = await handler(event, this.ctx);
+        const result = await untilAborted(() => handler(structuredClone(event), this.ctx), signal);
+        if (result === ABORTED) return { block: true, reason: ABORTED_BEFORE_CHECK };
         if (result?.block === true) return result;
       } catch (error) {
         this.report(extension, "tool_call", error);
@@ -298,15 +293,24 @@ export class ExtensionRunner {
     // #endregion
   }
 
-  /** 处理器依次改写：每个处理器看到的是前一个改过的结果；什么都没改就交回 undefined。 */
-  async emitToolResult(event: ToolResultEvent): Promise<ToolResultEventResult | undefined> {
+  /**
+   * 处理器依次改写：每个处理器看到的是前一个改过的结果（一份快照）；什么都没改就交回 undefined。
+   * 形状不对的改写报告后不用，保留之前的结果；运行被 abort 时不再等处理器，交回已有的改写。
+   */
+  async emitToolResult(event: ToolResultEvent, signal?: AbortSignal): Promise<ToolResultEventResult | undefined> {
     // #region lab 12.4
     const current: ToolResultEvent = { ...event };
     let changed = false;
     for (const [extension, handler] of this.handlersOf("tool_result")) {
       try {
-        const result = await handler({ ...current }, this.ctx);
+        const result = await untilAborted(() => handler(structuredClone(current), this.ctx), signal);
+        if (result === ABORTED) break;
         if (result === undefined) continue;
+        const problem = invalidRewrite(result);
+        if (problem !== undefined) {
+          this.report(extension, "tool_result", new Error(`改写不合规，保留原结果：${problem}`));
+          continue;
+        }
         if (result.content !== undefined) current.content = result.content;
         if (result.details !== undefined) current.details = result.details;
         if (result.isError !== undefined) current.isError = result.isError;

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -14,18 +15,10 @@ import {
   type ExtensionError,
   type ExtensionFactory,
 } from "../src/extensions.js";
-import {
-  expandPromptTemplate,
-  loadContextFiles,
-  loadPromptTemplates,
-  loadResources,
-  parseCommandArgs,
-  resourcePatch,
-  resourceSections,
-  substituteArgs,
-  type ResourceDiagnostic,
-  type Resources,
-} from "../src/resources.js";
+import { loadResources, type Resources } from "../src/resources.js";
+import { loadContextFiles, type ResourceDiagnostic } from "../src/resources/context-files.js";
+import { resourcePatch, resourceSections } from "../src/resources/sections.js";
+import { expandPromptTemplate, loadPromptTemplates, loadSkills, parseCommandArgs, substituteArgs } from "../src/resources/skills.js";
 import { s } from "../src/schema.js";
 import { ScriptedModel, type ScriptedTurn } from "../src/scripted-model.js";
 import { InMemorySessionStore } from "../src/session-store.js";
@@ -96,9 +89,9 @@ async function scene(
     model,
     systemPrompt: "你是一个编程助手。",
     now: () => 1_000,
-    ...(options.tools ? { tools: options.tools } : {}),
-    ...(options.resources ? { resources: options.resources } : {}),
-    ...(runner ? { extensions: runner } : {}),
+    tools: options.tools,
+    resources: options.resources,
+    extensions: runner,
   });
   return { session, model, store, errors };
 }
@@ -223,6 +216,60 @@ test("12.2 提示模板从 .pi/prompts 读出：名字是文件名，description
       ["review", "审查一个文件", "请审查 $1。"],
     ],
   );
+});
+
+test("12.2 技能与模板先 stat 再读：FIFO、目录、超过上限的文件只是一条诊断，start-up 不会卡住", { timeout: 2_000 }, async () => {
+  const root = await tempDir();
+  await writeFiles(root, {
+    ".pi/skills/huge/SKILL.md": `---\ndescription: 太大\n---\n${"x".repeat(200)}`,
+    ".pi/skills/ok/SKILL.md": "---\ndescription: 好的那一个\n---\n正文",
+    ".pi/prompts/huge.md": "y".repeat(200),
+    ".pi/prompts/ok.md": "好的模板",
+  });
+  await mkdir(path.join(root, ".pi/skills/pipe"), { recursive: true });
+  assert.equal(spawnSync("mkfifo", [path.join(root, ".pi/skills/pipe/SKILL.md")]).status, 0, "需要 mkfifo 命令来造一个 FIFO");
+  assert.equal(spawnSync("mkfifo", [path.join(root, ".pi/prompts/pipe.md")]).status, 0, "需要 mkfifo 命令来造一个 FIFO");
+  await mkdir(path.join(root, ".pi/prompts/dir.md"), { recursive: true });
+  const diagnostics: ResourceDiagnostic[] = [];
+  const skills = await loadSkills(root, diagnostics, 100);
+  const templates = await loadPromptTemplates(root, diagnostics, 100);
+  assert.deepEqual(skills.map((skill) => skill.name), ["ok"]);
+  assert.deepEqual(templates.map((template) => template.name), ["ok"]);
+  const byFile = diagnostics.map((item) => [path.relative(root, item.path), item.message]);
+  assert.deepEqual(byFile.map(([file]) => file), [
+    path.join(".pi/skills/huge/SKILL.md"),
+    path.join(".pi/skills/pipe/SKILL.md"),
+    path.join(".pi/prompts/dir.md"),
+    path.join(".pi/prompts/huge.md"),
+    path.join(".pi/prompts/pipe.md"),
+  ]);
+  assert.match(byFile[0]![1]!, /超过上限 100 字节/);
+  assert.match(byFile[1]![1]!, /不是普通文件/);
+  assert.match(byFile[2]![1]!, /不是普通文件/);
+  assert.match(byFile[3]![1]!, /超过上限 100 字节/);
+  assert.match(byFile[4]![1]!, /不是普通文件/);
+});
+
+test("12.2 指向工作区外的技能目录跳过并记诊断；同名的技能只留先找到的那个，后来的记一条诊断", async () => {
+  const root = await tempDir();
+  const outside = await tempDir();
+  await writeFiles(outside, { "secret/SKILL.md": "---\ndescription: 工作区外的技能\n---\n正文" });
+  await writeFiles(root, {
+    ".pi/skills/a-first/SKILL.md": "---\nname: deploy\ndescription: 先找到的\n---\n正文",
+    ".pi/skills/b-second/SKILL.md": "---\nname: deploy\ndescription: 同名的第二个\n---\n正文",
+    "shared/inside/SKILL.md": "---\ndescription: 链接到工作区里面\n---\n正文",
+  });
+  await symlink(path.join(outside, "secret"), path.join(root, ".pi/skills/c-outside"));
+  await symlink(path.join(root, "shared/inside"), path.join(root, ".pi/skills/d-inside"));
+  const diagnostics: ResourceDiagnostic[] = [];
+  const skills = await loadSkills(root, diagnostics);
+  assert.deepEqual(skills.map((skill) => [skill.name, skill.description]), [
+    ["deploy", "先找到的"],
+    ["d-inside", "链接到工作区里面"],
+  ]);
+  assert.deepEqual(diagnostics.map((item) => path.basename(path.dirname(item.path))), ["b-second", "c-outside"]);
+  assert.match(diagnostics[0]!.message, /同名/);
+  assert.match(diagnostics[1]!.message, /工作区之外/);
 });
 
 // ── 12.3 具名段落与补丁 ─────────────────────────────────────────
@@ -373,6 +420,99 @@ test("12.4 tool_result 依次改写结果：后一个处理器看到前一个的
   assert.ok(store.text.some((line) => line.includes("[echo:hi!]")));
 });
 
+test("12.4 tool_result 的改写先验形状：content 不是文本块数组、details 写不成 JSON 都报告，保留原结果", { timeout: 2_000 }, async () => {
+  const cycle: Record<string, unknown> = {};
+  cycle["self"] = cycle;
+  const rewrites: unknown[] = [{ content: "不是数组" }, { content: [{ type: "image", data: "x" }] }, { details: { n: 1n } }, { details: cycle }, "不是对象"];
+  const { session, model, store, errors } = await scene(
+    [reply(...rewrites.map((_, index) => call(`c${index + 1}`, "echo", { say: `${index + 1}` }))), reply(text("好"))],
+    { tools: [echoTool([])], factories: [(pi) => pi.on("tool_result", (event) => rewrites[Number(event.toolCallId.slice(1)) - 1] as never)] },
+  );
+  await session.prompt("说五遍");
+  const results = model.requests[1]!.messages.filter((message) => message.role === "toolResult");
+  assert.deepEqual(results.map((message) => resultText(message)), ["echo:1", "echo:2", "echo:3", "echo:4", "echo:5"]);
+  assert.deepEqual(errors.map((error) => [error.extensionPath, error.event]), Array(5).fill(["ext-1.ts", "tool_result"]));
+  assert.ok(errors.every((error) => error.error.includes("改写不合规，保留原结果")), JSON.stringify(errors));
+  assert.match(errors[0]!.error, /content/);
+  assert.match(errors[2]!.error, /details/);
+  // 会话文件照样能重新打开：存下的是原结果。
+  const reopened = await SessionTree.open(store, { now: () => 1_000, newId: counter() });
+  assert.equal(reopened.buildSessionContext().filter((message) => message.role === "toolResult").length, 5);
+});
+
+test("12.4 tool_call 与 tool_result 的处理器一直不结束：abort 之后这次运行照样以 aborted 收场", { timeout: 2_000 }, async () => {
+  for (const event of ["tool_call", "tool_result"] as const) {
+    let entered!: () => void;
+    const stuck = new Promise<void>((resolve) => (entered = resolve));
+    const { session } = await scene([reply(call("c1", "echo", { say: "x" })), reply(text("不该到这里"))], {
+      tools: [echoTool([])],
+      factories: [
+        (pi) =>
+          pi.on(event, () => {
+            entered();
+            return new Promise<never>(() => {});
+          }),
+      ],
+    });
+    const running = session.prompt("动手");
+    await stuck;
+    session.agent.abort();
+    await running;
+    assert.equal(session.agent.state.stopReason, "aborted", event);
+  }
+});
+
+test("12.4 生命周期处理器拿到的是快照：turn_end 里改它给的消息，下一次请求与会话都不变", { timeout: 2_000 }, async () => {
+  const { session, model, store } = await scene([reply(text("原来的回答")), reply(text("第二次"))], {
+    factories: [
+      (pi) => {
+        pi.on("turn_end", (event) => {
+          event.message.content[0] = text("被改写的回答");
+        });
+        pi.on("agent_end", (event) => {
+          event.messages.length = 0;
+        });
+      },
+    ],
+  });
+  await session.prompt("一");
+  await session.prompt("二");
+  const assistant = model.requests[1]!.messages.find((message) => message.role === "assistant");
+  assert.equal(assistant?.role === "assistant" && assistant.content[0]?.type === "text" && assistant.content[0].text, "原来的回答");
+  assert.ok(!store.text.some((line) => line.includes("被改写的回答")));
+});
+
+test("12.4 同名或形状不对的工具登记只是一条带文件名的诊断：那一项不进工具集，别的工具与会话照常", { timeout: 2_000 }, async () => {
+  const log: string[] = [];
+  const { session, model, errors } = await scene([reply(call("c1", "echo", { say: "本地的" })), reply(text("好"))], {
+    tools: [echoTool(log)],
+    factories: [
+      (pi) => {
+        pi.registerTool({ ...echoTool([]), description: "想顶替本地的 echo" });
+        pi.registerTool(null as never);
+        pi.registerTool({ name: "", description: "没有名字" } as never);
+        pi.registerTool({ ...echoTool([]), name: "mine" });
+      },
+      (pi) => pi.registerTool({ ...echoTool([]), name: "mine", description: "第二个 mine" }),
+    ],
+  });
+  await session.prompt("用工具");
+  assert.deepEqual(model.requests[0]!.tools?.map((tool) => tool.name), ["echo", "mine"]);
+  assert.deepEqual(log, ["本地的"]);
+  assert.deepEqual(errors.map((error) => [error.extensionPath, error.event]), [
+    ["ext-1.ts", "register_tool"],
+    ["ext-1.ts", "register_tool"],
+    ["ext-1.ts", "register_tool"],
+    ["ext-2.ts", "register_tool"],
+  ]);
+  assert.match(errors[0]!.error, /echo.*已经有/);
+  assert.match(errors[1]!.error, /形状不对/);
+  assert.match(errors[3]!.error, /mine.*已经有/);
+  // 再换一次工具集（之后登记的工具会触发它）：同一项不再重复报告。
+  await session.flush();
+  assert.equal(errors.length, 4);
+});
+
 test("12.4 生命周期事件按发生顺序送达：session_start 在前，每个 turn 有开始和结束，agent_end 收尾", { timeout: 2_000 }, async () => {
   const log: string[] = [];
   const record: ExtensionFactory = (pi) => {
@@ -518,6 +658,18 @@ test("12.6 坏扩展只是一条带文件名的 load 错误：导入失败、def
   assert.match(loaded.errors[1]!.error, /default/);
   assert.match(loaded.errors[2]!.error, /初始化失败/);
   assert.match(loaded.errors[3]!.error, /50 ms/);
+});
+
+test("12.6 模块的顶层代码一直不结束也算超时：导入与工厂共用一个时限，别的扩展照样加载", { timeout: 2_000 }, async () => {
+  const dir = await tempDir();
+  await writeFiles(dir, {
+    "1-top-level-await.mjs": "await new Promise(() => {});\nexport default function () {}\n",
+    "2-good.mjs": "export default function (pi) { pi.registerCommand('hi', { handler() {} }); }\n",
+  });
+  const loaded = await loadExtensions(dir, { timeoutMs: 50 });
+  assert.deepEqual(loaded.extensions.map((extension) => path.basename(extension.path)), ["2-good.mjs"]);
+  assert.deepEqual(loaded.errors.map((error) => [path.basename(error.extensionPath), error.event]), [["1-top-level-await.mjs", "load"]]);
+  assert.match(loaded.errors[0]!.error, /50 ms/);
 });
 
 test("12.6 `/name`：扩展命令先处理（不问模型，抛出只报告），它不认识的再按提示模板展开；命令里的 sendMessage 与 appendEntry 就是会话自己的", { timeout: 2_000 }, async () => {
