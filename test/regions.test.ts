@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
+import { mergeThreeWay } from "../scripts/engine/continue.ts";
 import { CourseError } from "../scripts/engine/errors.ts";
-import { cutRegions, findRegions } from "../scripts/engine/regions.ts";
+import { cutRegions, findRegions, withoutMarkers } from "../scripts/engine/regions.ts";
 
 const FILE = "packages/pi-course/src/demo.ts";
 
@@ -93,4 +94,62 @@ test("写错的标记：没闭合、嵌套、多出来的 #endregion、拼写不
   expectInvalid(["x();", "// #endregion"], /demo\.ts:2：多出来的 #endregion/);
   expectInvalid(["// #region 9.1", "// #endregion"], /demo\.ts:1：区域标记应当写成/);
   assert.deepEqual(findRegions("const a = 1;\n", FILE), []);
+});
+
+test("扩展区域：练习目录里换回起点在这里的代码（去掉其中的标记），学习者在自己的写法上改；边界挪到改动过的行旁边时说清楚", () => {
+  const parent = [
+    "export function loop(items: string[]): string[] {",
+    "  // #region lab 7.1",
+    "  const out: string[] = [];",
+    "  for (const item of items) out.push(item);",
+    "  return out;",
+    "  // #endregion",
+    "}",
+  ].join("\n");
+  const target = [
+    "export function loop(items: string[]): string[] {",
+    "  // #region lab 7.1",
+    "  const out: string[] = [];",
+    "  // #endregion",
+    "  // #region lab 9.2 扩展",
+    "  for (const item of items) if (item !== \"\") out.push(item.trim());",
+    "  // #endregion",
+    "  // #region lab 7.1",
+    "  return out;",
+    "  // #endregion",
+    "}",
+  ].join("\n");
+  assert.deepEqual(
+    findRegions(target, FILE).map((region) => [region.lab, region.extend, region.helper]),
+    [["7.1", false, false], ["9.2", true, false], ["7.1", false, false]],
+  );
+  const starter = cutRegions(target, FILE, new Set(["9.2"]), [], parent);
+  assert.equal(
+    starter,
+    [
+      "export function loop(items: string[]): string[] {",
+      "  // #region lab 7.1",
+      "  const out: string[] = [];",
+      "  // #endregion",
+      "  for (const item of items) out.push(item);",
+      "  // #region lab 7.1",
+      "  return out;",
+      "  // #endregion",
+      "}",
+    ].join("\n"),
+  );
+  assert.equal(cutRegions(target, FILE, new Set(), [], parent), target, "填回之后就是目标本身");
+  assert.throws(() => cutRegions(target, FILE, new Set(["9.2"])), (error: unknown) => error instanceof CourseError && /起点没有这个文件/.test(error.message));
+  const moved = target.replace("  const out: string[] = [];", "  const out: string[] = []; // 本章也改了这一行");
+  assert.throws(
+    () => cutRegions(moved, FILE, new Set(["9.2"]), [], parent),
+    (error: unknown) => error instanceof CourseError && /demo\.ts:5：实践 9\.2 的扩展区域前后最近的一行代码必须与起点相同/.test(error.message),
+  );
+  // 接续：学习者自己的第 07 章写法（没有标记，循环写成了别的样子）。本章的脚手架在扩展区域里是起点的代码，
+  // 三方都去掉标记之后，本章改动的地方学习者没碰过、学习者改过的地方本章原样保留：合并干净，留下学习者的写法。
+  const mine = parent.replace("  for (const item of items) out.push(item);", "  items.forEach((item) => out.push(item)); // 我的写法").replace(/ *\/\/ #(end)?region.*\n/g, "");
+  const merged = mergeThreeWay(withoutMarkers(mine), withoutMarkers(parent), withoutMarkers(starter));
+  assert.equal(merged, mine, "扩展区域里保留学习者自己的写法，由本章的实践去扩展它");
+  assert.equal(withoutMarkers(target).includes("#region"), false);
+  assert.equal(withoutMarkers(target).split("\n").length, target.split("\n").length - 6);
 });

@@ -9,6 +9,7 @@ import { CourseError, usageError } from "./errors.js";
 import { listCommittedFiles, practiceStart, readCommittedFile, shortHash, type CourseHistory } from "./history.js";
 import type { Deviation } from "./labs.js";
 import { COURSE_PACKAGE } from "./paths.js";
+import { withoutMarkers } from "./regions.js";
 import { practiceTeachingFiles } from "./starter.js";
 
 /**
@@ -226,7 +227,9 @@ export async function planContinue(options: {
       conflicts.push({ file, kind, reason: "taken" });
       continue;
     }
-    const merged = mergeThreeWay(ours.toString("utf8").replace(/\r\n/g, "\n"), before, after);
+    // 区域标记只是课程历史里的注释：学习者的文件里本来就没有本章以前切掉的那些标记，
+    // 扩展区域又会把标记挪位置。三方都去掉标记再合并，合并只看代码本身。
+    const merged = mergeThreeWay(withoutMarkers(ours.toString("utf8").replace(/\r\n/g, "\n")), withoutMarkers(before), withoutMarkers(after));
     if (merged === undefined) {
       conflicts.push({ file, kind, reason: "conflict" });
       continue;

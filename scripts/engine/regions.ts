@@ -5,6 +5,8 @@ import { CourseError } from "./errors.js";
  *
  *   // #region lab 5.1        实践 5.1 要写的函数体；练习目录里换成 throw new Error("Lab 5.1 尚未实现")
  *   // #region lab 5.3 辅助   实践 5.3 要另写的辅助声明（函数、字段）；练习目录里整段删去
+ *   // #region lab 9.2 扩展   实践 9.2 要扩展的、更早实践写下的代码；练习目录里换回起点在这里的样子
+ *                            （接续时就是学习者自己的写法），学习者在它上面改
  *   // #endregion
  *
  * 标记各占一整行，不嵌套。练习目录的脚手架就是把本章实践的区域从目标里切掉，其余逐字节照旧。
@@ -12,6 +14,8 @@ import { CourseError } from "./errors.js";
 export interface Region {
   lab: string;
   helper: boolean;
+  /** 扩展区域：本章改动更早实践的代码。练习目录里是起点在这里的代码，而不是占位。 */
+  extend: boolean;
   /** 标记行的缩进：占位代码按它缩进。 */
   indent: string;
   /** #region 与 #endregion 所在行（从 0 数）。 */
@@ -28,7 +32,7 @@ export interface Placeholder {
   code: string;
 }
 
-const OPEN = /^([ \t]*)\/\/ #region lab (\d+\.\d+)( 辅助)?$/;
+const OPEN = /^([ \t]*)\/\/ #region lab (\d+\.\d+)( 辅助| 扩展)?$/;
 const CLOSE = /^[ \t]*\/\/ #endregion$/;
 const LOOSE = /^\s*\/\/\s*#(?:end)?region\b/;
 
@@ -46,13 +50,13 @@ export function findRegions(source: string, file: string): Region[] {
     const opening = OPEN.exec(line);
     if (opening) {
       if (open) throw new CourseError("REGION_INVALID", `${where}：区域不能嵌套（第 ${open.start + 1} 行的 lab ${open.lab} 还没有 #endregion）`);
-      open = { lab: opening[2] ?? "", helper: opening[3] !== undefined, indent: opening[1] ?? "", start: index };
+      open = { lab: opening[2] ?? "", helper: opening[3] === " 辅助", extend: opening[3] === " 扩展", indent: opening[1] ?? "", start: index };
     } else if (CLOSE.test(line)) {
       if (!open) throw new CourseError("REGION_INVALID", `${where}：多出来的 #endregion，前面没有 #region`);
       regions.push({ ...open, end: index });
       open = undefined;
     } else if (LOOSE.test(line)) {
-      throw new CourseError("REGION_INVALID", `${where}：区域标记应当写成 // #region lab N.M（或加“ 辅助”）与 // #endregion`);
+      throw new CourseError("REGION_INVALID", `${where}：区域标记应当写成 // #region lab N.M（或加“ 辅助”“ 扩展”）与 // #endregion`);
     }
   });
   if (open) throw new CourseError("REGION_INVALID", `${file}:${open.start + 1}：lab ${open.lab} 的区域没有 #endregion`);
@@ -68,9 +72,12 @@ export function cutRegions(
   file: string,
   cut: ReadonlySet<string>,
   placeholders: readonly Placeholder[] = [],
+  parent?: string,
 ): string {
   const lines = source.split("\n");
   const regions = findRegions(source, file).filter((region) => cut.has(region.lab));
+  const parentLines = parent?.split("\n");
+  const aligned = parentLines === undefined ? undefined : alignLines(parentLines, lines);
   const ownPlaceholders = placeholders.filter((placeholder) => placeholder.file === file && cut.has(placeholder.lab));
   const chosen = new Map<Region, Placeholder>();
   for (const placeholder of ownPlaceholders) {
@@ -90,6 +97,13 @@ export function cutRegions(
   for (const region of regions) {
     out.push(...lines.slice(next, region.start));
     next = region.end + 1;
+    if (region.extend) {
+      if (parentLines === undefined || aligned === undefined) {
+        throw new CourseError("REGION_INVALID", `${file}:${region.start + 1}：实践 ${region.lab} 的扩展区域要换回起点的代码，可起点没有这个文件`);
+      }
+      out.push(...parentSpan(parentLines, aligned, region, file, lines));
+      continue;
+    }
     if (!region.helper) {
       const code = chosen.get(region)?.code ?? notImplemented(region.lab);
       out.push(...code.split("\n").map((line) => (line === "" ? "" : `${region.indent}${line}`)));
@@ -108,4 +122,64 @@ export function cutRegions(
 /** 文件里属于这些实践的区域个数。 */
 export function countRegions(source: string, file: string, labs: ReadonlySet<string>): number {
   return findRegions(source, file).filter((region) => labs.has(region.lab)).length;
+}
+
+/**
+ * 扩展区域在起点里对应的那几行。区域标记不算数（本章常把更早实践的区域一分为二，标记行会挪动）：
+ * 区域前后最近的两行代码必须是本章没有改动的行（在两个版本里对得上），它们在起点里夹住的代码，
+ * 去掉其中的区域标记，就是本章要扩展的原代码。对不上时说出来：作者把区域的边界挪到没改动的行旁边即可。
+ */
+function parentSpan(parent: readonly string[], aligned: ReadonlyMap<number, number>, region: Region, file: string, target: readonly string[]): string[] {
+  let above = region.start - 1;
+  while (above >= 0 && isMarker(target[above]!)) above--;
+  let below = region.end + 1;
+  while (below < target.length && isMarker(target[below]!)) below++;
+  const before = aligned.get(above);
+  const after = aligned.get(below);
+  if (before === undefined || after === undefined) {
+    throw new CourseError(
+      "REGION_INVALID",
+      `${file}:${region.start + 1}：实践 ${region.lab} 的扩展区域前后最近的一行代码必须与起点相同（本章没有改动它们），这样才知道起点里对应的是哪几行`,
+    );
+  }
+  return parent.slice(before + 1, after).filter((line) => !isMarker(line));
+}
+
+/** 去掉全部区域标记行，其余逐字节不变。 */
+export function withoutMarkers(source: string): string {
+  return source
+    .split("\n")
+    .filter((line) => !isMarker(line))
+    .join("\n");
+}
+
+function isMarker(line: string): boolean {
+  return OPEN.test(line) || CLOSE.test(line);
+}
+
+/**
+ * 两个版本里对得上的代码行（区域标记不参加）：最长公共子序列，目标行号 → 起点行号（都从 0 数）。
+ * 文件开头之前与结尾之后各算一行哨兵（-1 与长度）。
+ */
+export function alignLines(parent: readonly string[], target: readonly string[]): Map<number, number> {
+  const p = parent.flatMap((line, index) => (isMarker(line) ? [] : [index]));
+  const t = target.flatMap((line, index) => (isMarker(line) ? [] : [index]));
+  const n = p.length;
+  const m = t.length;
+  // lengths[i][j]：p[i..] 与 t[j..] 的最长公共子序列长度
+  const lengths = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) {
+    for (let j = m - 1; j >= 0; j--) {
+      lengths[i]![j] = parent[p[i]!] === target[t[j]!] ? lengths[i + 1]![j + 1]! + 1 : Math.max(lengths[i + 1]![j]!, lengths[i]![j + 1]!);
+    }
+  }
+  const aligned = new Map<number, number>([[-1, -1], [target.length, parent.length]]);
+  let i = 0;
+  let j = 0;
+  while (i < n && j < m) {
+    if (parent[p[i]!] === target[t[j]!]) aligned.set(t[j++]!, p[i++]!);
+    else if (lengths[i + 1]![j]! >= lengths[i]![j + 1]!) i++;
+    else j++;
+  }
+  return aligned;
 }

@@ -12,7 +12,8 @@ import { linkTarget } from "./links.js";
 import { createPractice, GUIDE_FILE, linkDependencies, PRACTICE_MARKER } from "./practice.js";
 import { buildProject, compiledTestPath, failureMentions, runFilesApart, runTests, type BuildResult, type TestReport } from "./runner.js";
 import { mapInPool } from "./pool.js";
-import { cutStarter, practiceTeachingFiles, targetTeachingFiles } from "./starter.js";
+import { cutStarter, parentTeachingFiles, practiceTeachingFiles, targetTeachingFiles } from "./starter.js";
+import { findRegions } from "./regions.js";
 
 /**
  * 课程自检：DESIGN §4 的每一条承诺都对应这里的一个函数。
@@ -383,9 +384,10 @@ export async function checkRegions(ctx: SelfCheckContext, chapter: Chapter, name
   const commits = ctx.history.chapters[chapter.id];
   if (!commits) return [`课程历史里没有第 ${chapter.id} 章`];
   const sources = await targetTeachingFiles(ctx.kitRoot, chapter, ctx.history);
+  const parents = await parentTeachingFiles(ctx.kitRoot, chapter, ctx.history);
   let marked: string[];
   try {
-    marked = cutStarter(chapter, sources).labs;
+    marked = cutStarter(chapter, sources, undefined, parents).labs;
   } catch (error) {
     return [(error as Error).message];
   }
@@ -401,7 +403,7 @@ export async function checkRegions(ctx: SelfCheckContext, chapter: Chapter, name
   const problems: string[] = [];
   for (let filled = 0; filled <= chapter.labs.length; filled++) {
     const unfinished = new Set(chapter.labs.slice(filled).map((lab) => lab.id));
-    for (const [file, content] of cutStarter(chapter, sources, unfinished).files) writeProjectFile(dir, file, content);
+    for (const [file, content] of cutStarter(chapter, sources, unfinished, parents).files) writeProjectFile(dir, file, content);
     const lab = chapter.labs[filled - 1];
     const stage = lab === undefined ? "切出的脚手架" : `填回实践 ${lab.id} 之后`;
     // 每一轮只是改写几个教学文件（从不删除）：增量编译
@@ -414,10 +416,16 @@ export async function checkRegions(ctx: SelfCheckContext, chapter: Chapter, name
     }
     const first = chapter.labs[0];
     if (first === undefined) continue;
+    // 第一个实践只扩展更早的代码时，脚手架里是起点原来的代码：它的测试照样要红，只是不会红在“尚未实现”
+    const extendsOnly = onlyExtends(first.id, sources);
     const wanted = `Lab ${first.id} 尚未实现`;
     for (const run of first.runs) {
       const report = await runTests([focused], patternOf(run));
       if (report.tests.length === 0) problems.push(`${stage}：实践 ${first.id} 的运行没有选中任何测试`);
+      if (extendsOnly) {
+        if (report.tests.length > 0 && report.tests.every((outcome) => outcome.ok)) problems.push(`${stage}里实践 ${first.id} 的测试全都通过了：起点的代码不该已经满足本章的规则`);
+        continue;
+      }
       for (const outcome of report.tests) {
         if (outcome.ok) problems.push(`${stage}里「${outcome.name}」已经通过，应当红在 ${wanted}`);
         else if (!failureMentions(outcome, wanted)) problems.push(`${stage}里「${outcome.name}」没有红在 ${wanted}：${outcome.message ?? ""}`);
@@ -425,6 +433,12 @@ export async function checkRegions(ctx: SelfCheckContext, chapter: Chapter, name
     }
   }
   return problems;
+}
+
+/** 这个实践的区域全是扩展区域（练习目录里是起点的代码，没有“尚未实现”）。 */
+function onlyExtends(lab: string, sources: ReadonlyMap<string, string>): boolean {
+  const regions = [...sources].flatMap(([file, source]) => findRegions(source, file)).filter((region) => region.lab === lab);
+  return regions.length > 0 && regions.every((region) => region.extend);
 }
 
 /** 自检增量编译的 .tsbuildinfo：在项目目录里、dist/ 之外（见 runner.ts 的 BuildOptions.incremental）。 */

@@ -15,12 +15,20 @@ export interface StarterSource {
 
 /** 目标里的教学文件原文（目标里没有的文件不在结果里）。 */
 export async function targetTeachingFiles(kitRoot: string, chapter: Chapter, history: CourseHistory): Promise<Map<string, string>> {
-  const target = history.chapters[chapter.id]?.target;
+  return teachingFilesAt(kitRoot, chapter, history.chapters[chapter.id]?.target);
+}
+
+/** 起点里的教学文件原文：扩展区域在练习目录里换回的就是它们（本章新建的文件不在结果里）。 */
+export async function parentTeachingFiles(kitRoot: string, chapter: Chapter, history: CourseHistory): Promise<Map<string, string>> {
+  return teachingFilesAt(kitRoot, chapter, history.chapters[chapter.id]?.parent);
+}
+
+async function teachingFilesAt(kitRoot: string, chapter: Chapter, commit: string | undefined): Promise<Map<string, string>> {
   const sources = new Map<string, string>();
-  if (!target) return sources;
-  const present = await listCommittedFiles(kitRoot, target);
+  if (!commit) return sources;
+  const present = await listCommittedFiles(kitRoot, commit);
   for (const file of chapter.teachingFiles) {
-    if (present.has(file)) sources.set(file, await readCommittedFile(kitRoot, target, file));
+    if (present.has(file)) sources.set(file, await readCommittedFile(kitRoot, commit, file));
   }
   return sources;
 }
@@ -45,18 +53,20 @@ export function cutStarter(
   chapter: Chapter,
   sources: ReadonlyMap<string, string>,
   unfinished: ReadonlySet<string> = new Set(chapter.labs.map((lab) => lab.id)),
+  parents: ReadonlyMap<string, string> = new Map(),
 ): StarterSource {
   const counts = regionCounts(chapter, sources);
   const labs = chapter.labs.map((lab) => lab.id).filter((id) => counts.has(id));
   if (chapter.mode !== "重建" || labs.length === 0) return { files: new Map(), labs: [] };
   const placeholders: Placeholder[] = chapter.placeholders.map((placeholder) => ({ ...placeholder, code: placeholder.code.join("\n") }));
   const files = new Map<string, string>();
-  for (const [file, source] of sources) files.set(file, cutRegions(source, file, unfinished, placeholders));
+  for (const [file, source] of sources) files.set(file, cutRegions(source, file, unfinished, placeholders, parents.get(file)));
   return { files, labs };
 }
 
 /** 练习目录要写入的教学文件。 */
 export async function practiceTeachingFiles(kitRoot: string, chapter: Chapter, history: CourseHistory): Promise<Map<string, string>> {
   if (chapter.mode !== "重建") return new Map();
-  return cutStarter(chapter, await targetTeachingFiles(kitRoot, chapter, history)).files;
+  const [sources, parents] = await Promise.all([targetTeachingFiles(kitRoot, chapter, history), parentTeachingFiles(kitRoot, chapter, history)]);
+  return cutStarter(chapter, sources, undefined, parents).files;
 }
