@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 
 import { findChapter, loadChapters } from "./engine/chapters.js";
-import { selfCheckChapter } from "./engine/selfcheck.js";
+import { selfCheckChapter } from "./engine/contract.js";
 import { sweepMutants } from "./engine/mutant-sweep.js";
 import { describeMutantReport } from "./engine/mutant-report.js";
 import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";

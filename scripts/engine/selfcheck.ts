@@ -641,45 +641,4 @@ function describeBuild(errors: readonly { file: string; line: number; code: stri
   return errors.slice(0, 3).map((error) => `${error.code} ${error.file}:${error.line} ${error.message}`).join("；");
 }
 
-export interface PromiseReport {
-  promise: string;
-  problems: string[];
-}
 
-/** 按顺序检查一章的全部承诺（供 npm run course -- check 使用）。 */
-export async function selfCheckChapter(ctx: SelfCheckContext, chapter: Chapter): Promise<PromiseReport[]> {
-  const commits = ctx.history.chapters[chapter.id];
-  if (!commits) return [{ promise: PROMISES.history, problems: [`课程历史里没有第 ${chapter.id} 章`] }];
-  const reports: PromiseReport[] = [];
-  const record = async (promise: string, check: () => Promise<string[]> | string[]) => {
-    reports.push({ promise, problems: await check() });
-  };
-  await record(PROMISES.history, () => checkCitedHashes(ctx, chapter));
-  const practiceDir = await makePracticeDir(ctx, chapter);
-  await record(PROMISES.red, () => checkFirstRed(chapter, practiceDir));
-  await record(PROMISES.purity, () => checkPurity(ctx, chapter, practiceDir));
-  const targetDir = await materialise(ctx, commits.target, `target-${chapter.id}`);
-  await record(PROMISES.target, () => checkTarget(chapter, targetDir));
-  await record(PROMISES.earlier, () => checkEarlierChapters(ctx, chapter, targetDir));
-  const faultDir = await materialise(ctx, commits.target, `fault-${chapter.id}`);
-  await record(PROMISES.fault, () => checkFault(chapter, faultDir));
-  await record(PROMISES.lesson, () => checkLesson(ctx, chapter));
-  await record(PROMISES.regions, () => checkRegions(ctx, chapter));
-  const mutantDir = await materialise(ctx, commits.target, `mutations-${chapter.id}`);
-  await record(PROMISES.mutations, () => checkMutations(chapter, mutantDir));
-  if (chapter.compileFails.length > 0) await record(PROMISES.compileFails, () => checkCompileFails(chapter, mutantDir));
-  if (chapter.heldOut !== undefined) {
-    const heldOutDir = await materialise(ctx, commits.target, `heldout-${chapter.id}`);
-    await record(PROMISES.heldOut, () => checkHeldOut(chapter, heldOutDir));
-  }
-  for (const step of chapter.steps) {
-    const hash = commits.steps[step.id];
-    if (!hash) {
-      reports.push({ promise: `${PROMISES.steps} ${step.id}`, problems: [`课程历史里没有步骤 ${step.id}`] });
-      continue;
-    }
-    const stepDir = await materialise(ctx, hash, `step-${chapter.id}-${step.id}`);
-    await record(`${PROMISES.steps} ${step.id}`, () => checkStep(chapter, step.id, stepDir));
-  }
-  return reports;
-}

@@ -6,24 +6,9 @@ import { fileURLToPath } from "node:url";
 import { loadChapters, type Chapter } from "../../scripts/engine/chapters.ts";
 import { ensureHistory, type CourseHistory } from "../../scripts/engine/history.ts";
 import { LESSONS_DIR } from "../../scripts/engine/paths.ts";
-import {
-  checkCitedHashes,
-  checkCompileFails,
-  checkEarlierChapters,
-  checkFault,
-  checkFirstRed,
-  checkHeldOut,
-  checkLesson,
-  checkMutations,
-  checkPurity,
-  checkRegions,
-  checkStep,
-  checkTarget,
-  makePracticeDir,
-  materialise,
-  PROMISES,
-  type SelfCheckContext,
-} from "../../scripts/engine/selfcheck.ts";
+import { cacheEnabled, cacheKey, noteCacheUse, readCached, writeCached } from "../../scripts/engine/check-cache.ts";
+import { chapterRun, contractCost, contractFor, type ChapterRun } from "../../scripts/engine/contract.ts";
+import type { SelfCheckContext } from "../../scripts/engine/selfcheck.ts";
 import { MUTATIONS_ELSEWHERE, MUTATIONS_ENV } from "../../scripts/ci/node-lines.ts";
 import { KIT, tempDir } from "../helpers.ts";
 
@@ -44,15 +29,11 @@ export const SHARD_DIR = fileURLToPath(new URL(".", import.meta.url));
 export const shardFile = (shard: number): string => `shard-${shard}.test.ts`;
 
 /**
- * 一章自检大约要做多少次“编译 + 跑聚焦测试”：练习目录、目标、更早章节、故障实验各一次，
- * 每个实践的每次运行在目标和脚手架上各一次，每条变异一次，每个步骤编译一次、每次运行一次，留出测试编译一次、运行一次。
+ * 一章自检大约要做多少次“编译 + 跑聚焦测试”：契约表里各项检查的 cost 之和（见 scripts/engine/contract.ts）。
  * 用来把章节分得大致一样重。
  */
 export function estimatedCost(chapter: Chapter): number {
-  const labRuns = chapter.labs.reduce((sum, lab) => sum + lab.runs.length, 0);
-  const stepRuns = chapter.steps.reduce((sum, step) => sum + 1 + step.runs.length, 0);
-  const heldOut = chapter.heldOut === undefined ? 0 : 2;
-  return 6 + 2 * labRuns + chapter.mutations.length + chapter.compileFails.length + stepRuns + heldOut;
+  return contractCost(chapter);
 }
 
 /** 最重的章节先分，每次分给目前最轻的文件（同样轻取编号小的）：结果只取决于章节本身，每次都一样。 */
@@ -91,77 +72,32 @@ export function selfCheckShard(shard: number): void {
   after(() => work.remove());
 
   for (const chapter of chapters) {
-    if (mine.get(chapter.id) === shard) describeChapter(chapter, ctx, () => history);
+    if (mine.get(chapter.id) === shard) describeChapter(chapter, ctx);
   }
 }
 
-function describeChapter(chapter: Chapter, ctx: () => SelfCheckContext, history: () => CourseHistory): void {
+function describeChapter(chapter: Chapter, ctx: () => SelfCheckContext): void {
   describe(`第 ${chapter.id} 章 ${chapter.slug}`, () => {
-    const label = (promise: string) => `第 ${chapter.id} 章 · 承诺 ${promise}`;
-    let practiceDir: string;
-    let targetDir: string;
-
-    test(label(PROMISES.history), () => {
-      assert.deepEqual(checkCitedHashes(ctx(), chapter), [], label(PROMISES.history));
-    });
-
-    test(label(PROMISES.red), async () => {
-      practiceDir = await makePracticeDir(ctx(), chapter);
-      assert.deepEqual(await checkFirstRed(chapter, practiceDir), [], label(PROMISES.red));
-    });
-
-    test(label(PROMISES.purity), async () => {
-      assert.deepEqual(await checkPurity(ctx(), chapter, practiceDir), [], label(PROMISES.purity));
-    });
-
-    test(label(PROMISES.target), async () => {
-      targetDir = await materialise(ctx(), history().chapters[chapter.id]!.target, `target-${chapter.id}`);
-      assert.deepEqual(await checkTarget(chapter, targetDir), [], label(PROMISES.target));
-    });
-
-    test(label(PROMISES.earlier), async () => {
-      assert.deepEqual(await checkEarlierChapters(ctx(), chapter, targetDir), [], label(PROMISES.earlier));
-    });
-
-    test(label(PROMISES.fault), async () => {
-      const faultDir = await materialise(ctx(), history().chapters[chapter.id]!.target, `fault-${chapter.id}`);
-      assert.deepEqual(await checkFault(chapter, faultDir), [], label(PROMISES.fault));
-    });
-
-    test(label(PROMISES.lesson), () => {
-      assert.deepEqual(checkLesson(ctx(), chapter), [], label(PROMISES.lesson));
-    });
-
-    test(label(PROMISES.regions), { timeout: 240_000 }, async () => {
-      assert.deepEqual(await checkRegions(ctx(), chapter), [], label(PROMISES.regions));
-    });
-
+    let run: ChapterRun | undefined;
+    const chapterRunOnce = () => (run ??= chapterRun(ctx(), chapter));
     // CI 的其余 Node 版本线上（node-lines.ts 设的环境变量）变异登记为跳过；本机的 npm test 照常全做
     const mutationsElsewhere = process.env[MUTATIONS_ENV] === MUTATIONS_ELSEWHERE;
-    const mutationOptions = mutationsElsewhere ? { skip: `变异已在另一条 Node 版本线上检验（${MUTATIONS_ENV}=${MUTATIONS_ELSEWHERE}）` } : {};
-    test(label(PROMISES.mutations), { timeout: 600_000, ...mutationOptions }, async () => {
-      const mutantDir = await materialise(ctx(), history().chapters[chapter.id]!.target, `mutations-${chapter.id}`);
-      assert.deepEqual(await checkMutations(chapter, mutantDir), [], label(PROMISES.mutations));
-    });
-
-    if (chapter.compileFails.length > 0) {
-      test(label(PROMISES.compileFails), { timeout: 120_000 }, async () => {
-        const compileDir = await materialise(ctx(), history().chapters[chapter.id]!.target, `compile-fails-${chapter.id}`);
-        assert.deepEqual(await checkCompileFails(chapter, compileDir), [], label(PROMISES.compileFails));
-      });
-    }
-
-    if (chapter.heldOut !== undefined) {
-      test(label(PROMISES.heldOut), { timeout: 120_000 }, async () => {
-        const heldOutDir = await materialise(ctx(), history().chapters[chapter.id]!.target, `heldout-${chapter.id}`);
-        assert.deepEqual(await checkHeldOut(chapter, heldOutDir), [], label(PROMISES.heldOut));
-      });
-    }
-
-    for (const step of chapter.steps) {
-      test(label(`${PROMISES.steps} ${step.id}`), async () => {
-        const stepDir = await materialise(ctx(), history().chapters[chapter.id]!.steps[step.id]!, `step-${chapter.id}-${step.id}`);
-        assert.deepEqual(await checkStep(chapter, step.id, stepDir), [], label(`${PROMISES.steps} ${step.id}`));
+    for (const check of contractFor(chapter)) {
+      const label = `第 ${chapter.id} 章 · 承诺 ${check.title}`;
+      const skip = check.firstLineOnly && mutationsElsewhere ? `变异已在另一条 Node 版本线上检验（${MUTATIONS_ENV}=${MUTATIONS_ELSEWHERE}）` : undefined;
+      test(label, { timeout: check.timeoutMs, ...(skip === undefined ? {} : { skip }) }, async (t) => {
+        const key = cacheEnabled() ? cacheKey(ctx(), chapter, check) : undefined;
+        const cached = key === undefined ? undefined : readCached(KIT, key);
+        if (cached !== undefined) {
+          noteCacheUse("hit");
+          t.diagnostic(`来自缓存：${cached.at} 同样的输入检查通过（用时 ${(cached.durationMs / 1000).toFixed(1)} 秒）`);
+          return;
+        }
+        const started = Date.now();
+        const problems = await check.run(chapterRunOnce());
+        noteCacheUse("run");
+        assert.deepEqual(problems, [], label);
+        if (key !== undefined) writeCached(KIT, key, { chapter: chapter.id, check: check.id, durationMs: Date.now() - started, at: new Date().toISOString() });
       });
     }
   });

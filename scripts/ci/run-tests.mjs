@@ -1,0 +1,60 @@
+// npm test 的最后一步：运行套件测试与课程自检（node --test，两个文件同时跑），最后汇总自检缓存用了多少。
+//   npm test                    第二次起，输入没变的自检项取自缓存（node_modules/.cache/pi-course-selfcheck）
+//   npm test -- --no-cache      全部重新检查（CI=true 时也一样）
+//   npm test -- --test-name-pattern="第 07 章"   其余 --test… 选项原样交给 node --test
+// 只用 Node 自带的模块。
+import { spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const KIT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+const args = process.argv.slice(2);
+const unknown = args.filter((arg) => arg !== "--no-cache" && !arg.startsWith("--test"));
+if (unknown.length > 0) {
+  console.error(`npm test 只接受 --no-cache 与 node --test 的 --test… 选项，不认识：${unknown.join(" ")}`);
+  process.exit(2);
+}
+const noCache = args.includes("--no-cache");
+const testOptions = args.filter((arg) => arg.startsWith("--test"));
+
+const files = (dir) =>
+  readdirSync(path.join(KIT, dir))
+    .filter((name) => name.endsWith(".test.ts"))
+    .sort()
+    .map((name) => `${dir}/${name}`);
+const scratch = mkdtempSync(path.join(os.tmpdir(), "pi-course-test-stats-"));
+const stats = path.join(scratch, "cache.txt");
+const env = { ...process.env, PI_COURSE_SELFCHECK_STATS: stats };
+if (noCache) env.PI_COURSE_SELFCHECK_CACHE = "off";
+
+const child = spawn(
+  process.execPath,
+  ["--import", "tsx", "--test", "--test-concurrency=2", ...testOptions, ...files("test/_selfcheck"), ...files("test")],
+  { cwd: KIT, env, stdio: "inherit" },
+);
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
+child.on("exit", (code, signal) => {
+  let hits = 0;
+  let runs = 0;
+  try {
+    for (const line of readFileSync(stats, "utf8").split("\n")) {
+      if (line === "hit") hits++;
+      else if (line === "run") runs++;
+    }
+  } catch {
+    // 一项自检也没跑（例如只选了套件测试）
+  }
+  rmSync(scratch, { recursive: true, force: true });
+  const ci = process.env.CI !== undefined && process.env.CI !== "" && process.env.CI !== "0" && process.env.CI.toLowerCase() !== "false";
+  const off = noCache || ci;
+  if (hits + runs > 0) {
+    console.log(
+      off
+        ? `自检：${runs} 项全部重新检查（${noCache ? "--no-cache" : "CI=true"}，不用缓存）`
+        : `自检：${hits} 项来自缓存（同样的输入上次检查通过），${runs} 项这次重新检查；要全部重做：npm test -- --no-cache`,
+    );
+  }
+  process.exit(signal ? 1 : (code ?? 1));
+});

@@ -1,0 +1,113 @@
+import { createHash } from "node:crypto";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import path from "node:path";
+
+import type { Chapter } from "./chapters.js";
+import type { ContractCheck } from "./contract.js";
+import type { SelfCheckContext } from "./selfcheck.js";
+
+/**
+ * 自检结果的缓存（npm test 的第二次运行）：键是这项检查读到的全部输入的哈希——
+ * 本章与之前各章的提交（补丁链上任何一处改动都会换掉它之后每一章的提交号）、本章的 chapter.json 与课文、
+ * 之前各章的 chapter.json、留出测试、自检引擎与测试夹具的源码、依赖的锁文件、Node 的版本。
+ * 输入一变，键就变，必定重新检查；缓存里只存通过的结果，它是同样输入的一次真实结果，不是跳过。
+ * CI=true、PI_COURSE_SELFCHECK_CACHE=off（npm test -- --no-cache）时不读也不写。
+ */
+export interface CachedCheck {
+  chapter: string;
+  check: string;
+  durationMs: number;
+  at: string;
+}
+
+export const CACHE_ENV = "PI_COURSE_SELFCHECK_CACHE";
+/** npm test 的启动脚本把命中 / 重做的记录写到这里，最后汇总成一行。 */
+export const CACHE_STATS_ENV = "PI_COURSE_SELFCHECK_STATS";
+
+export function cacheEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  const ci = env.CI;
+  if (ci !== undefined && ci !== "" && ci !== "0" && ci.toLowerCase() !== "false") return false;
+  return env[CACHE_ENV] !== "off";
+}
+
+/** 缓存放在哪里：默认在克隆自己的 node_modules/.cache 里；套件测试用 PI_COURSE_SELFCHECK_CACHE_DIR 隔开一份。 */
+export function cacheDir(kitRoot: string, env: NodeJS.ProcessEnv = process.env): string {
+  return env.PI_COURSE_SELFCHECK_CACHE_DIR || path.join(kitRoot, "node_modules", ".cache", "pi-course-selfcheck");
+}
+
+let engineHash: string | undefined;
+
+/** 自检引擎、测试夹具与依赖：它们变了，所有结果都作废。 */
+function engineFingerprint(kitRoot: string): string {
+  if (engineHash !== undefined) return engineHash;
+  const hash = createHash("sha256");
+  const files = ["package.json", "package-lock.json", "tsconfig.json", "test/helpers.ts"];
+  const walk = (relative: string) => {
+    const full = path.join(kitRoot, relative);
+    if (!existsSync(full)) return;
+    for (const entry of readdirSync(full, { withFileTypes: true })) {
+      const child = `${relative}/${entry.name}`;
+      if (entry.isDirectory()) walk(child);
+      else if (entry.isFile()) files.push(child);
+    }
+  };
+  walk("scripts");
+  walk("test/_selfcheck");
+  for (const file of files.sort()) {
+    const full = path.join(kitRoot, file);
+    if (existsSync(full)) hash.update(`\0${file}\0`).update(readFileSync(full));
+  }
+  engineHash = hash.digest("hex");
+  return engineHash;
+}
+
+function folderHash(hash: ReturnType<typeof createHash>, dir: string): void {
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) return;
+  for (const name of readdirSync(dir).sort()) {
+    const full = path.join(dir, name);
+    if (statSync(full).isDirectory()) folderHash(hash, full);
+    else hash.update(`\0${name}\0`).update(readFileSync(full));
+  }
+}
+
+/** 一项检查的缓存键；章节还不在课程历史里时是 undefined（不缓存）。 */
+export function cacheKey(ctx: SelfCheckContext, chapter: Chapter, check: ContractCheck): string | undefined {
+  const commits = ctx.history.chapters[chapter.id];
+  if (!commits) return undefined;
+  const hash = createHash("sha256");
+  hash.update(`v1\0${process.version}\0${engineFingerprint(ctx.kitRoot)}\0${chapter.id}\0${check.id}\0`);
+  hash.update(`${commits.parent}\0${commits.target}\0${JSON.stringify(commits.steps)}\0`);
+  hash.update(readFileSync(chapter.lessonPath)).update(readFileSync(path.join(path.dirname(chapter.lessonPath), "chapter.json")));
+  folderHash(hash, path.join(path.dirname(chapter.lessonPath), "heldout"));
+  // 之前各章的元数据（承诺 4 核对它们的计数）与全部章节的编号（承诺 7 核对课文里的命令）
+  hash.update(ctx.chapters.map((other) => other.id).join(","));
+  for (const other of ctx.chapters) {
+    if (other.id < chapter.id) hash.update(readFileSync(path.join(path.dirname(other.lessonPath), "chapter.json")));
+  }
+  return hash.digest("hex");
+}
+
+export function readCached(kitRoot: string, key: string): CachedCheck | undefined {
+  const file = path.join(cacheDir(kitRoot), `${key}.json`);
+  if (!existsSync(file)) return undefined;
+  try {
+    return JSON.parse(readFileSync(file, "utf8")) as CachedCheck;
+  } catch {
+    return undefined; // 写坏的记录等于没有
+  }
+}
+
+/** 记下一次通过：先写临时文件再改名，两个分片同时写同一个键也不会留下半个文件。 */
+export function writeCached(kitRoot: string, key: string, record: CachedCheck): void {
+  const dir = cacheDir(kitRoot);
+  mkdirSync(dir, { recursive: true });
+  const temporary = path.join(dir, `${key}.${process.pid}.tmp`);
+  writeFileSync(temporary, JSON.stringify(record));
+  renameSync(temporary, path.join(dir, `${key}.json`));
+}
+
+/** 给 npm test 的汇总行记一笔：hit（来自缓存）或 run（这次真做了）。 */
+export function noteCacheUse(kind: "hit" | "run", env: NodeJS.ProcessEnv = process.env): void {
+  const file = env[CACHE_STATS_ENV];
+  if (file) appendFileSync(file, `${kind}\n`);
+}
