@@ -407,6 +407,7 @@ test("12.4 抛出的 beforeToolCall 算拦下：那个调用配一条英文的 i
     if (event.type === "agent_end") log.push("agent_end");
   });
   await agent.prompt("动手");
+  assert.equal(agent.state.error, undefined, "抛出的钩子不该让这次运行失败");
   assert.deepEqual(log, ["slow:hi", "agent_end"], "运行在工具还在跑时就结束了，或者被拦下的工具执行了");
   assert.equal(agent.state.stopReason, "stop");
   const results = (model.requests[1]?.messages ?? []).filter((message) => message.role === "toolResult");
@@ -423,6 +424,7 @@ test("12.4 抛出的 afterToolCall 保留原来的结果并报告；钩子卡住
   };
   const agent = new Agent({ model: throwing, tools: [echoTool([])], afterToolCall, onHookError: (error, hook) => hookErrors.push(`${hook}:${(error as Error).message}`) });
   await agent.prompt("说 hi");
+  assert.equal(agent.state.error, undefined, "抛出的钩子不该让这次运行失败");
   assert.equal(resultText(throwing.requests[1]?.messages.at(-1)), "echo:hi", "afterToolCall 抛出时应当保留原来的结果");
   assert.deepEqual(hookErrors, ["afterToolCall:改写器坏了"]);
 
