@@ -53,6 +53,18 @@ export function frozenSnapshot(state: AgentState): AgentState {
   // #endregion
 }
 
+/**
+ * 冻住一个已经定稿的事件，连同它带着的消息和结果：监听器拿到的对象，有的正是循环接下来要追加、要发出的那一个
+ * （tool_execution_end 的 result 随后就是那条 toolResult）。还在长的不冻：assistant 的 partial 和工具的进度。
+ */
+export function freezeSettled(event: AgentEvent): void {
+  // #region lab 9.2
+  if (event.type === "message_update" || event.type === "tool_execution_update") return;
+  if (event.type === "message_start" && event.message.role === "assistant") return;
+  deepFreeze(event);
+  // #endregion
+}
+
 // #region lab 9.2 辅助
 function deepFreeze(value: unknown): void {
   // 已经冻住的消息不再走一遍；字节数组不能冻，也不必冻。

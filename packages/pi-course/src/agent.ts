@@ -20,7 +20,7 @@ import {
   type HookErrorHandler,
   type TransformContext,
 } from "./agent-loop.js";
-import { frozenSnapshot, initialAgentState, reduceAgentState, type AgentState } from "./agent-state.js";
+import { freezeSettled, frozenSnapshot, initialAgentState, reduceAgentState, type AgentState } from "./agent-state.js";
 import { ToolRegistry, type AgentTool } from "./tools.js";
 import {
   currentSystemPrompt,
@@ -326,7 +326,7 @@ export class Agent {
   }
 
   // #region lab 9.2 辅助
-  /** 循环的每个事件都从这里进来：先挡掉迟到的，再推状态（冻住），最后排队通知订阅者。 */
+  /** 循环的每个事件都从这里进来：先挡掉迟到的，再冻住事件、推状态（也冻住），最后排队通知订阅者。 */
   private receive(run: Run, event: AgentEvent, incoming: readonly AgentMessage[]): void {
     if (run.ended) return;
     if (event.type === "agent_end") {
@@ -334,6 +334,7 @@ export class Agent {
       run.ended = true;
       if (this.active === run) this.active = undefined;
     }
+    freezeSettled(event);
     this.current = frozenSnapshot(reduceAgentState(this.current, event));
     this.notify(event, this.current, run);
     if (event.type === "agent_start") {

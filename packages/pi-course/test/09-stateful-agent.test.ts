@@ -298,7 +298,7 @@ test("9.2 上一次运行漏出的迟到事件不改当前状态，也不通知�
   assert.deepEqual(late, [], "迟到事件被送到了订阅者");
 });
 
-test("9.2 事件排队送达：agent_end 的监听器开了下一次运行，每个监听器看到的仍是 start1 end1 start2 end2", { timeout: 2_000 }, async () => {
+test("9.2 事件排队送达：没人交回 Promise 时当场送到；agent_end 的监听器开了下一次运行，每个监听器看到的仍是 start1 end1 start2 end2", { timeout: 2_000 }, async () => {
   const agent = new Agent({ model: new ScriptedModel([say("一"), say("二")], clock), ...clock });
   const seen: Record<string, string[]> = { first: [], second: [] };
   const runs: Record<string, number> = { first: 0, second: 0 };
@@ -312,14 +312,16 @@ test("9.2 事件排队送达：agent_end 的监听器开了下一次运行，每
     if (event.type === "agent_end" && followUp === undefined) followUp = agent.prompt("接着问");
   });
   agent.subscribe((event) => log("second", event));
-  await agent.prompt("第一问");
+  const first = agent.prompt("第一问");
+  assert.deepEqual(seen.second, ["start1"], "没人交回 Promise 时，事件应当在发生的那一刻同步送到");
+  await first;
   await agent.waitForIdle();
   await followUp;
   assert.deepEqual(seen.first, ["start1", "end1", "start2", "end2"]);
   assert.deepEqual(seen.second, ["start1", "end1", "start2", "end2"], "第二个监听器在 end1 之前就看到了 start2");
 });
 
-test("9.2 监听器拿到的是冻住的快照：改事件里的消息、改 state.messages 都被拒绝并报告，下一次请求原样不变", { timeout: 2_000 }, async () => {
+test("9.2 监听器拿到的是冻住的快照：改事件里的消息与结果、改 state.messages 都被拒绝并报告，下一次请求原样不变", { timeout: 2_000 }, async () => {
   const model = new ScriptedModel(readThenAnswer, clock);
   const reported: string[] = [];
   const agent = new Agent({
@@ -338,13 +340,24 @@ test("9.2 监听器拿到的是冻住的快照：改事件里的消息、改 sta
     const block = event.type === "turn_end" ? event.toolResults[0]?.content[0] : undefined;
     if (block !== undefined) block.text = "被监听器改过的结果";
   });
+  agent.subscribe((event) => {
+    if (event.type === "tool_execution_end") event.result.content.push(text("工具结束时塞进来的"));
+    if (event.type === "message_start" && event.message.role === "toolResult") event.message.content.push(text("结果开始时塞进来的"));
+  });
   await agent.prompt("项目叫什么？");
   const sent = model.requests[1]?.messages ?? [];
   assert.deepEqual(dialogue(sent), ["user", "assistant", "toolResult"], "监听器往下一次请求里塞了消息");
   const [answer, result] = sent.slice(-2);
   assert.deepEqual(answer?.role === "assistant" && answer.content, [text("我先读 README。"), readReadme]);
   assert.deepEqual(result?.role === "toolResult" && result.content, [text("# tiny-pi")]);
-  assert.deepEqual(reported, ["message_end:TypeError", "turn_end:TypeError", "turn_end:TypeError", "message_end:TypeError"]);
+  assert.deepEqual(reported, [
+    "message_end:TypeError",
+    "tool_execution_end:TypeError",
+    "message_start:TypeError",
+    "turn_end:TypeError",
+    "turn_end:TypeError",
+    "message_end:TypeError",
+  ]);
 });
 
 test(`9.2 监听器交回的 Promise 先等它再送下一个事件，最多等 ${LISTENER_TIME_LIMIT_MS} ms：永不兑现的、reject 的都被报告，prompt 照常兑现`, { timeout: 3_000 }, async () => {
