@@ -85,6 +85,9 @@ export interface AfterToolCallResult {
 }
 export type AfterToolCall = (context: AfterToolCallContext, signal: AbortSignal) => Promise<AfterToolCallResult | undefined>;
 
+/** 钩子抛出（或 reject）时交给它：调用照样有结果，这里只负责让人知道。 */
+export type HookErrorHandler = (error: unknown, hook: "beforeToolCall" | "afterToolCall", toolCall: ToolCall) => void;
+
 export interface AgentLoopOptions {
   model: Model;
   /** 到目前为止的 transcript（通常以新的 user 消息结尾）；循环只读不改。 */
@@ -97,6 +100,8 @@ export interface AgentLoopOptions {
   convertToLlm?: ConvertToLlm;
   beforeToolCall?: BeforeToolCall;
   afterToolCall?: AfterToolCall;
+  /** 钩子抛出的异常交给它；默认打印到 stderr。 */
+  onHookError?: HookErrorHandler;
   /** 最多调用模型几次，默认 20：模型反复请求工具时，循环也会停下。 */
   maxSteps?: number;
   onEvent?: (event: AgentEvent) => void;
@@ -196,6 +201,24 @@ const LLM_ROLES: ReadonlySet<string> = new Set<Message["role"]>(["system", "user
 function isLlmMessage(message: AgentMessage): message is Message {
   return LLM_ROLES.has(message.role);
 }
+
+/** 取消赢了赛跑时交回的记号。 */
+const ABORTED = Symbol("aborted");
+
+/**
+ * 闸是应用写的代码，可能永远不返回：与 signal 赛跑，取消一到就不再等它。
+ * 输掉赛跑的那一方之后再 reject 也无妨：then 已经接住了它。
+ */
+function untilAborted<T>(work: T | PromiseLike<T>, signal: AbortSignal): Promise<T | typeof ABORTED> {
+  if (signal.aborted) return Promise.resolve(ABORTED);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => resolve(ABORTED);
+    signal.addEventListener("abort", onAbort, { once: true });
+    Promise.resolve(work)
+      .then(resolve, reject)
+      .finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
 // #endregion
 
 /** 模型认识的角色原样留下，别的（应用自己登记的角色）一声不响地丢掉。 */
@@ -205,17 +228,25 @@ export function defaultConvertToLlm(messages: AgentMessage[]): Message[] {
   // #endregion
 }
 
-/** 顺序固定：先 transform，再 convert。两道闸都拿副本，transcript 本身一个字节也不变。 */
+/**
+ * 顺序固定：先 transform，再 convert。两道闸都拿副本，transcript 本身一个字节也不变。
+ * 每道闸都与 signal 赛跑：闸还没交回就被取消时交回 undefined，循环以 aborted 结束。
+ */
 export async function buildLlmContext(
   transcript: readonly AgentMessage[],
   options: Pick<AgentLoopOptions, "transformContext" | "convertToLlm" | "tools">,
   signal: AbortSignal,
-): Promise<AgentContext> {
+): Promise<AgentContext | undefined> {
   // #region lab 9.4
   let messages: AgentMessage[] = [...transcript];
-  if (options.transformContext !== undefined) messages = await options.transformContext(messages, signal);
+  if (options.transformContext !== undefined) {
+    const transformed = await untilAborted(options.transformContext(messages, signal), signal);
+    if (transformed === ABORTED) return undefined;
+    messages = transformed;
+  }
   const convert = options.convertToLlm ?? defaultConvertToLlm;
-  const llmMessages = await convert([...messages]);
+  const llmMessages = await untilAborted(convert([...messages]), signal);
+  if (llmMessages === ABORTED) return undefined;
   return { messages: llmMessages, tools: options.tools.definitions() };
   // #endregion
 }
@@ -249,37 +280,82 @@ async function streamAssistant(context: AgentContext, options: AgentLoopOptions,
 
 // #region lab 12.4 辅助
 const BLOCKED_BY_DEFAULT = "这次工具调用被拦下了。";
+const HOOK_ABORTED = "Tool call not run: the run was aborted before the beforeToolCall hook decided.";
 
-/** beforeToolCall 说 block：不执行，写一条 isError 的结果，reason 就是模型读到的原因。 */
+function hookFailedText(error: unknown): string {
+  const reason = error instanceof Error ? error.message : String(error);
+  return `Tool call blocked: the beforeToolCall hook failed (${reason}), so the tool was not run.`;
+}
+
+/** 问一次钩子的三种结局：给出了决定、抛出了异常，或者运行在它决定之前被取消了。 */
+type HookOutcome<T> = { kind: "decided"; value: T } | { kind: "failed"; error: unknown } | { kind: "aborted" };
+
+/** 钩子是应用写的代码：同步抛出、reject、永不返回，都变成一个结局，而不是一个没有结果的调用。 */
+async function askHook<T>(ask: () => Promise<T>, signal: AbortSignal): Promise<HookOutcome<T>> {
+  try {
+    const value = await untilAborted(ask(), signal);
+    return value === ABORTED ? { kind: "aborted" } : { kind: "decided", value };
+  } catch (error) {
+    return { kind: "failed", error };
+  }
+}
+
+/** 拦下时模型读到的原因；放行交回 undefined。没给出决定（抛出、被取消）都算拦下：宁可不跑，不可越权。 */
+function blockReason(outcome: HookOutcome<BeforeToolCallResult | undefined>): string | undefined {
+  switch (outcome.kind) {
+    case "decided":
+      return outcome.value?.block === true ? (outcome.value.reason ?? BLOCKED_BY_DEFAULT) : undefined;
+    case "failed":
+      return hookFailedText(outcome.error);
+    case "aborted":
+      return HOOK_ABORTED;
+  }
+}
+
+/** beforeToolCall 说 block（或没能说话）：不执行，写一条 isError 的结果，reason 就是模型读到的原因。 */
 async function blockedResult(
   hook: BeforeToolCall,
   context: BeforeToolCallContext,
   signal: AbortSignal,
   now: () => number,
+  report: HookErrorHandler,
 ): Promise<ToolResultMessage | undefined> {
-  const decision = await hook(context, signal);
-  if (decision?.block !== true) return undefined;
+  const outcome = await askHook(() => hook(context, signal), signal);
+  if (outcome.kind === "failed") report(outcome.error, "beforeToolCall", context.toolCall);
+  const reason = blockReason(outcome);
+  if (reason === undefined) return undefined;
   const { toolCall } = context;
   return {
     role: "toolResult",
     toolCallId: toolCall.id,
     toolName: toolCall.name,
-    content: [text(decision.reason ?? BLOCKED_BY_DEFAULT)],
+    content: [text(reason)],
     isError: true,
     details: { kind: "blocked" },
     timestamp: now(),
   };
 }
 
-/** afterToolCall 交回的字段逐个替换；配对键和时间戳不归它改。 */
-async function rewrittenResult(hook: AfterToolCall, context: AfterToolCallContext, signal: AbortSignal): Promise<ToolResultMessage> {
-  const override = await hook(context, signal);
-  if (override === undefined) return context.result;
+/** afterToolCall 交回的字段逐个替换；配对键和时间戳不归它改。它抛出或被取消时，原来的结果原样留下。 */
+async function rewrittenResult(
+  hook: AfterToolCall,
+  context: AfterToolCallContext,
+  signal: AbortSignal,
+  report: HookErrorHandler,
+): Promise<ToolResultMessage> {
+  const outcome = await askHook(() => hook(context, signal), signal);
+  if (outcome.kind === "failed") report(outcome.error, "afterToolCall", context.toolCall);
+  if (outcome.kind !== "decided" || outcome.value === undefined) return context.result;
+  const override = outcome.value;
   const result: ToolResultMessage = { ...context.result };
   if (override.content !== undefined) result.content = override.content;
   if (override.details !== undefined) result.details = override.details;
   if (override.isError !== undefined) result.isError = override.isError;
   return result;
+}
+
+function defaultHookError(error: unknown, hook: string, toolCall: ToolCall): void {
+  console.error(`工具钩子 ${hook} 处理 ${toolCall.name}（${toolCall.id}）时抛出了异常（这次调用照样有结果）：`, error);
 }
 // #endregion
 
@@ -295,14 +371,15 @@ async function executeWithHooks(
   }
   // #region lab 12.4
   const now = execute.now ?? Date.now;
+  const report = options.onHookError ?? defaultHookError;
   const base = { assistantMessage, toolCall: call, args: call.arguments };
   if (options.beforeToolCall !== undefined) {
-    const blocked = await blockedResult(options.beforeToolCall, base, execute.signal, now);
+    const blocked = await blockedResult(options.beforeToolCall, base, execute.signal, now, report);
     if (blocked !== undefined) return blocked;
   }
   const result = await executeToolCall(options.tools, call, execute);
   if (options.afterToolCall === undefined) return result;
-  return rewrittenResult(options.afterToolCall, { ...base, result, isError: result.isError }, execute.signal);
+  return rewrittenResult(options.afterToolCall, { ...base, result, isError: result.isError }, execute.signal, report);
   // #endregion
 }
 
@@ -359,6 +436,8 @@ async function runTurns(options: AgentLoopOptions, added: AgentMessage[], emit: 
 
     emit({ type: "turn_start", step });
     const context = await buildLlmContext(transcript, options, signal);
+    // 闸还没交回就被取消：不调用模型，和 stopBeforeCall 一样以 aborted 结束。
+    if (context === undefined) return { reason: "aborted" };
     const message = await streamAssistant(context, options, emit);
     append(message);
 

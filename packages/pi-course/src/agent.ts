@@ -6,6 +6,9 @@
  *     要改，只能在末尾添一条新的 system 消息，写下的前缀永远原样。
  *   状态只由事件推出（reduceAgentState），先更新状态，再通知订阅者。
  *   一次运行结束以后，它漏出来的迟到事件一律不算数。
+ *
+ * 订阅者拿到的是冻住的快照，事件排队送达：监听器在回调里开的下一次运行，
+ * 它的事件排在这一个事件送完之后；交回 Promise 的监听器最多等 LISTENER_TIME_LIMIT_MS。
  */
 
 import {
@@ -14,9 +17,10 @@ import {
   type AgentEvent,
   type BeforeToolCall,
   type ConvertToLlm,
+  type HookErrorHandler,
   type TransformContext,
 } from "./agent-loop.js";
-import { initialAgentState, reduceAgentState, type AgentState } from "./agent-state.js";
+import { freezeSettled, frozenSnapshot, initialAgentState, reduceAgentState, type AgentState } from "./agent-state.js";
 import { ToolRegistry, type AgentTool } from "./tools.js";
 import {
   currentSystemPrompt,
@@ -44,6 +48,8 @@ export interface AgentOptions {
   /** 每次执行工具之前 / 之后（第 12 章：扩展的 tool_call 与 tool_result 就接在这里）。 */
   beforeToolCall?: BeforeToolCall;
   afterToolCall?: AfterToolCall;
+  /** 钩子抛出的异常交给它（调用照样有结果）；默认打印到 stderr。 */
+  onHookError?: HookErrorHandler;
   maxSteps?: number;
   /** Agent 自己写的消息（用户消息、工具变化）用它取时间戳；测试传入固定值。 */
   now?: () => number;
@@ -51,7 +57,10 @@ export interface AgentOptions {
   onListenerError?: (error: unknown, event: AgentEvent) => void;
 }
 
-/** 订阅者看到的是事件，以及这个事件推导之后的状态。 */
+/**
+ * 订阅者看到的是事件，以及这个事件推导之后的状态（冻住的快照）。
+ * 监听器可以是 async 函数（它也能赋给返回 void 的类型）：交回的 Promise 在送下一个事件之前等它兑现。
+ */
 export type AgentListener = (event: AgentEvent, state: AgentState) => void;
 
 /** 一句话，或者一组消息（可以以 system 补丁开头，随后是用户消息）。 */
@@ -66,6 +75,10 @@ export interface ToolChange {
 const BUSY =
   "Agent 正在运行：上一次 prompt 还没有结束，不能再开一次。请先 await agent.waitForIdle()，或者 abort() 之后再等它停下。";
 const BUSY_EDIT = "Agent 正在运行：运行中不能改 transcript。请先 await agent.waitForIdle()。";
+/** 一个监听器交回的 Promise 最多等这么久：过了时限就报告它，事件照常往下送，prompt() 不会被它挂住。 */
+export const LISTENER_TIME_LIMIT_MS = 500;
+
+const LISTENER_TOO_SLOW = `监听器交回的 Promise 超过 ${LISTENER_TIME_LIMIT_MS} ms 还没兑现：不再等它，事件照常往下送。`;
 const BOTH_STARTS =
   "systemPrompt 和 messages 只能给一个：续接的 transcript 里已经有自己的 system prompt，改它请追加 system message。";
 
@@ -166,9 +179,23 @@ function defaultListenerError(error: unknown): void {
   console.error("Agent 的一个监听器抛出了异常（已忽略，运行继续）：", error);
 }
 
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as { then?: unknown } | null | undefined)?.then === "function";
+}
+
+/** 等 work 兑现，最多 ms 毫秒；超时就以 LISTENER_TOO_SLOW reject。work 之后怎样都不再管。 */
+function withinTimeLimit(work: PromiseLike<unknown>, ms: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(LISTENER_TOO_SLOW)), ms);
+    Promise.resolve(work)
+      .then(() => resolve(), reject)
+      .finally(() => clearTimeout(timer));
+  });
+}
+
 // ── Agent ───────────────────────────────────────────────────────
 
-/** 一次运行：它自己的取消开关、结束标记，和一个在循环真正返回时兑现的 Promise。 */
+/** 一次运行：它自己的取消开关、结束标记，和一个在它的 agent_end 送到每个监听器之后兑现的 Promise。 */
 class Run {
   readonly controller = new AbortController();
   ended = false;
@@ -187,16 +214,20 @@ export class Agent {
   private toolList: AgentTool<any>[];
   private readonly listeners: { listener: AgentListener }[] = [];
   private active: Run | undefined;
+  /** 排队等着送给监听器的事件，各自带着推导之后的快照；flushing 时新来的只排队。 */
+  private readonly outbox: { event: AgentEvent; state: AgentState; run: Run }[] = [];
+  private flushing = false;
+  private flushed: Promise<void> = Promise.resolve();
 
   constructor(options: AgentOptions) {
     this.options = options;
     this.now = options.now ?? Date.now;
     this.toolList = [...(options.tools ?? [])];
     const registry = new ToolRegistry(this.toolList);
-    this.current = initialAgentState(initialTranscript(options, registry.definitions(), this.now()));
+    this.current = frozenSnapshot(initialAgentState(initialTranscript(options, registry.definitions(), this.now())));
   }
 
-  /** 当前状态的快照：它不会在你手里变，下一次事件会换上一个新对象。 */
+  /** 当前状态的快照（冻住的）：它不会在你手里变，你也改不动它；下一次事件会换上一个新对象。 */
   get state(): AgentState {
     return this.current;
   }
@@ -232,13 +263,13 @@ export class Agent {
   /** 追加一条消息（例如续接会话时补上的记录）。运行中拒绝。 */
   appendMessage(message: AgentMessage): void {
     if (this.active !== undefined) throw new Error(BUSY_EDIT);
-    this.current = { ...this.current, messages: [...this.current.messages, message] };
+    this.current = frozenSnapshot({ ...this.current, messages: [...this.current.messages, message] });
   }
 
   /** 整份换掉 transcript（例如切到会话树的另一条分支）。运行中拒绝。 */
   replaceMessages(messages: readonly AgentMessage[]): void {
     if (this.active !== undefined) throw new Error(BUSY_EDIT);
-    this.current = { ...this.current, messages: [...messages] };
+    this.current = frozenSnapshot({ ...this.current, messages: [...messages] });
   }
 
   /** 取消正在进行的运行；运行照常以 agent_end 收尾。没有运行时什么也不做。 */
@@ -246,14 +277,14 @@ export class Agent {
     this.active?.controller.abort();
   }
 
-  /** 等到没有运行为止：监听器在 agent_end 里开的下一次运行，也一并等完。 */
+  /** 等到没有运行、也没有待送的事件为止：监听器在 agent_end 里开的下一次运行，也一并等完。 */
   async waitForIdle(): Promise<void> {
-    while (this.active !== undefined) await this.active.finished;
+    while (this.active !== undefined || this.flushing) await (this.active?.finished ?? this.flushed);
   }
 
   /**
-   * 开始一次运行，在它结束时兑现。模型或工具的失败写进 state.error，不会让它 reject；
-   * 只有“正在运行”和空输入会立刻 reject。
+   * 开始一次运行，在它结束、它的 agent_end 送到每个监听器之后兑现。模型或工具的失败写进 state.error，
+   * 不会让它 reject；只有“正在运行”和空输入会立刻 reject。
    */
   async prompt(input: PromptInput): Promise<void> {
     // #region lab 9.2
@@ -280,6 +311,7 @@ export class Agent {
         ...(this.options.convertToLlm ? { convertToLlm: this.options.convertToLlm } : {}),
         ...(this.options.beforeToolCall ? { beforeToolCall: this.options.beforeToolCall } : {}),
         ...(this.options.afterToolCall ? { afterToolCall: this.options.afterToolCall } : {}),
+        onHookError: this.options.onHookError,
         ...(this.options.maxSteps !== undefined ? { maxSteps: this.options.maxSteps } : {}),
         now: this.now,
         onEvent: (event) => this.receive(run, event, incoming),
@@ -288,14 +320,13 @@ export class Agent {
       // 循环本身抛出（例如某道闸抛了异常）：它没来得及发 agent_end，由这里补上，状态才会回到 idle。
       const reason = error instanceof Error ? error.message : String(error);
       this.receive(run, { type: "agent_end", messages: [], reason: "error", errorMessage: `运行失败：${reason}` }, incoming);
-    } finally {
-      run.settle();
     }
+    await run.finished;
     // #endregion
   }
 
   // #region lab 9.2 辅助
-  /** 循环的每个事件都从这里进来：先挡掉迟到的，再推状态，最后才通知订阅者。 */
+  /** 循环的每个事件都从这里进来：先挡掉迟到的，再冻住事件、推状态（也冻住），最后排队通知订阅者。 */
   private receive(run: Run, event: AgentEvent, incoming: readonly AgentMessage[]): void {
     if (run.ended) return;
     if (event.type === "agent_end") {
@@ -303,8 +334,9 @@ export class Agent {
       run.ended = true;
       if (this.active === run) this.active = undefined;
     }
-    this.current = reduceAgentState(this.current, event);
-    this.notify(event, this.current);
+    freezeSettled(event);
+    this.current = frozenSnapshot(reduceAgentState(this.current, event));
+    this.notify(event, this.current, run);
     if (event.type === "agent_start") {
       // 这次输入的消息和循环自己的消息走同一条路：先成为状态，再被订阅者看到。
       for (const message of incoming) {
@@ -314,15 +346,41 @@ export class Agent {
     }
   }
 
-  private notify(event: AgentEvent, state: AgentState): void {
-    // 拷一份名单：监听器在回调里退订，不会让别的监听器被跳过。
-    for (const { listener } of [...this.listeners]) {
-      try {
-        listener(event, state);
-      } catch (error) {
-        (this.options.onListenerError ?? defaultListenerError)(error, event);
+  /**
+   * 事件先排队再送：正在送的时候（例如监听器在回调里开了下一次运行）新来的排在队尾，
+   * 每个监听器看到的顺序都与发生顺序相同。没人交回 Promise 时，这里同步送完。
+   */
+  private notify(event: AgentEvent, state: AgentState, run: Run): void {
+    this.outbox.push({ event, state, run });
+    if (!this.flushing) this.flushed = this.flush();
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    try {
+      for (let next = this.outbox.shift(); next !== undefined; next = this.outbox.shift()) {
+        // 拷一份名单：监听器在回调里退订，不会让别的监听器被跳过。
+        for (const { listener } of [...this.listeners]) {
+          const pending = this.call(listener, next.event, next.state);
+          if (pending !== undefined) await pending;
+        }
+        if (next.event.type === "agent_end") next.run.settle();
       }
+    } finally {
+      this.flushing = false;
     }
+  }
+
+  /** 调用一个监听器。抛出的异常当场报告；交回 Promise 的，交回一个最多等 LISTENER_TIME_LIMIT_MS、从不 reject 的 Promise。 */
+  private call(listener: AgentListener, event: AgentEvent, state: AgentState): Promise<void> | undefined {
+    const report = (error: unknown) => (this.options.onListenerError ?? defaultListenerError)(error, event);
+    try {
+      const outcome: unknown = listener(event, state);
+      if (isThenable(outcome)) return withinTimeLimit(outcome, LISTENER_TIME_LIMIT_MS).catch(report);
+    } catch (error) {
+      report(error);
+    }
+    return undefined;
   }
   // #endregion
 }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import test from "node:test";
 
-import { Agent } from "../src/agent.js";
+import { Agent, LISTENER_TIME_LIMIT_MS } from "../src/agent.js";
 import { defaultConvertToLlm, type AgentEvent } from "../src/agent-loop.js";
 import { initialAgentState, reduceAgentState, type AgentState } from "../src/agent-state.js";
 import { OpenAiCompatibleModel, toChatRequest } from "../src/openai-compatible.js";
@@ -101,6 +101,11 @@ function thrownMessage(action: () => void): string {
 
 function systemsOf(messages: readonly AgentMessage[]): SystemMessage[] {
   return messages.filter((message): message is SystemMessage => message.role === "system");
+}
+
+/** 等 n 轮事件循环：让“谁先完成”由轮数决定，不依赖真实时钟。 */
+async function ticks(n: number): Promise<void> {
+  for (let i = 0; i < n; i += 1) await new Promise((resolve) => setImmediate(resolve));
 }
 
 // ── 9.1 纯的 reducer ────────────────────────────────────────────
@@ -293,6 +298,98 @@ test("9.2 上一次运行漏出的迟到事件不改当前状态，也不通知�
   assert.deepEqual(late, [], "迟到事件被送到了订阅者");
 });
 
+test("9.2 事件排队送达：没人交回 Promise 时当场送到；agent_end 的监听器开了下一次运行，每个监听器看到的仍是 start1 end1 start2 end2", { timeout: 2_000 }, async () => {
+  const agent = new Agent({ model: new ScriptedModel([say("一"), say("二")], clock), ...clock });
+  const seen: Record<string, string[]> = { first: [], second: [] };
+  const runs: Record<string, number> = { first: 0, second: 0 };
+  const log = (who: string, event: AgentEvent) => {
+    if (event.type === "agent_start") runs[who] = (runs[who] ?? 0) + 1;
+    if (event.type === "agent_start" || event.type === "agent_end") seen[who]?.push(`${event.type === "agent_start" ? "start" : "end"}${runs[who]}`);
+  };
+  let followUp: Promise<void> | undefined;
+  agent.subscribe((event) => {
+    log("first", event);
+    if (event.type === "agent_end" && followUp === undefined) followUp = agent.prompt("接着问");
+  });
+  agent.subscribe((event) => log("second", event));
+  const first = agent.prompt("第一问");
+  assert.deepEqual(seen.second, ["start1"], "没人交回 Promise 时，事件应当在发生的那一刻同步送到");
+  await first;
+  await agent.waitForIdle();
+  await followUp;
+  assert.deepEqual(seen.first, ["start1", "end1", "start2", "end2"]);
+  assert.deepEqual(seen.second, ["start1", "end1", "start2", "end2"], "第二个监听器在 end1 之前就看到了 start2");
+});
+
+test("9.2 监听器拿到的是冻住的快照：改事件里的消息与结果、改 state.messages 都被拒绝并报告，下一次请求原样不变", { timeout: 2_000 }, async () => {
+  const model = new ScriptedModel(readThenAnswer, clock);
+  const reported: string[] = [];
+  const agent = new Agent({
+    model,
+    tools: [readTool()],
+    ...clock,
+    onListenerError: (error, event) => reported.push(`${event.type}:${(error as Error).name}`),
+  });
+  agent.subscribe((event) => {
+    if (event.type === "message_end" && event.message.role === "assistant") event.message.content.push(text("监听器塞进来的话"));
+  });
+  agent.subscribe((event, state) => {
+    if (event.type === "turn_end" && event.toolResults.length > 0) (state.messages as AgentMessage[]).push(userMessage("监听器塞进来的问题", 9));
+  });
+  agent.subscribe((event) => {
+    const block = event.type === "turn_end" ? event.toolResults[0]?.content[0] : undefined;
+    if (block !== undefined) block.text = "被监听器改过的结果";
+  });
+  agent.subscribe((event) => {
+    if (event.type === "tool_execution_end") event.result.content.push(text("工具结束时塞进来的"));
+    if (event.type === "message_start" && event.message.role === "toolResult") event.message.content.push(text("结果开始时塞进来的"));
+  });
+  await agent.prompt("项目叫什么？");
+  const sent = model.requests[1]?.messages ?? [];
+  assert.deepEqual(dialogue(sent), ["user", "assistant", "toolResult"], "监听器往下一次请求里塞了消息");
+  const [answer, result] = sent.slice(-2);
+  assert.deepEqual(answer?.role === "assistant" && answer.content, [text("我先读 README。"), readReadme]);
+  assert.deepEqual(result?.role === "toolResult" && result.content, [text("# tiny-pi")]);
+  assert.deepEqual(reported, [
+    "message_end:TypeError",
+    "tool_execution_end:TypeError",
+    "message_start:TypeError",
+    "turn_end:TypeError",
+    "turn_end:TypeError",
+    "message_end:TypeError",
+  ]);
+});
+
+test(`9.2 监听器交回的 Promise 先等它再送下一个事件，最多等 ${LISTENER_TIME_LIMIT_MS} ms：永不兑现的、reject 的都被报告，prompt 照常兑现`, { timeout: 3_000 }, async () => {
+  const reported: string[] = [];
+  const agent = new Agent({
+    model: new ScriptedModel([say("一")], clock),
+    ...clock,
+    onListenerError: (error, event) => reported.push(`${event.type}:${(error as Error).message}`),
+  });
+  const order: string[] = [];
+  agent.subscribe(async (event) => {
+    if (event.type === "message_end" && event.message.role === "assistant") {
+      await ticks(3);
+      order.push("慢监听器写完了 assistant");
+    }
+    if (event.type === "agent_end") await new Promise(() => {});
+  });
+  agent.subscribe(async (event) => {
+    if (event.type === "turn_end") {
+      order.push("turn_end");
+      throw new Error("异步监听器坏了");
+    }
+  });
+  const started = Date.now();
+  await agent.prompt("第一问");
+  assert.deepEqual(order, ["慢监听器写完了 assistant", "turn_end"], "turn_end 应当等前一个事件的 Promise 兑现之后再送");
+  assert.equal(reported[0], "turn_end:异步监听器坏了");
+  assert.match(reported[1] ?? "没有报告", new RegExp(`^agent_end:监听器交回的 Promise 超过 ${LISTENER_TIME_LIMIT_MS} ms 还没兑现`));
+  assert.ok(Date.now() - started >= LISTENER_TIME_LIMIT_MS - 50, "prompt 应当等到时限才放弃永不兑现的监听器");
+  assert.equal(agent.state.status, "idle");
+});
+
 // ── 9.3 system prompt 属于 transcript ───────────────────────────
 
 test("9.3 构造时的 systemPrompt 成为第一条 system message，agent.systemPrompt 是从 transcript 重放的只读视图", () => {
@@ -418,6 +515,26 @@ test("9.4 闸抛出异常时，这次运行以 error 结束：状态回到 idle�
   assert.equal(agent.state.error, "运行失败：裁剪失败");
   assert.equal(model.requests.length, 0, "闸失败时不该调用模型");
   assert.deepEqual(dialogue(agent.state.messages), ["user"]);
+});
+
+test("9.4 闸永不返回也挂不住运行：transformContext 或 convertToLlm 卡住时 abort()，这次运行以 aborted 结束，不调用模型", { timeout: 2_000 }, async () => {
+  for (const gate of ["transformContext", "convertToLlm"] as const) {
+    const model = new ScriptedModel([say("不会被问到")], clock);
+    let entered: () => void = () => {};
+    const inGate = new Promise<void>((resolve) => (entered = resolve));
+    const stuck = () => {
+      entered();
+      return new Promise<never>(() => {});
+    };
+    const agent = new Agent({ model, ...clock, ...(gate === "transformContext" ? { transformContext: stuck } : { convertToLlm: stuck }) });
+    const running = agent.prompt("第一问");
+    await inGate;
+    agent.abort();
+    await running;
+    assert.equal(agent.state.stopReason, "aborted", `${gate} 卡住时 abort() 应当以 aborted 结束`);
+    assert.equal(agent.state.status, "idle");
+    assert.equal(model.requests.length, 0, "闸没有交回就不该调用模型");
+  }
 });
 
 test("9.4 没过滤的自定义角色到了第 05 章的适配器：请求不发出，错误说出是哪个角色", () => {
