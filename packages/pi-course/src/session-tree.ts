@@ -202,15 +202,21 @@ export class SessionTree {
     return this.append<CustomMessageEntry>(body) as CustomMessageEntry<T>;
   }
 
-  /** 压缩：记下摘要和从哪里开始原样保留。之前的条目一条不删；切点不对就拒绝，什么都不写。 */
+  /**
+   * 压缩：记下摘要和从哪里开始原样保留。之前的条目一条不删。
+   * 字段按读回时的规矩先查一遍，切点不对也拒绝：写得进去的，以后都读得回来。
+   */
   appendCompaction(summary: string, firstKeptEntryId: string, tokensBefore: number): CompactionEntry {
+    if (summary === "") throw new Error("不能压缩：摘要是空的，会话里不能写一份空摘要。");
+    if (!Number.isSafeInteger(tokensBefore) || tokensBefore < 0) throw new Error(`不能压缩：tokensBefore 应当是非负整数，这里是 ${tokensBefore}。`);
     if (!this.byId.has(firstKeptEntryId)) throw new Error(`会话里没有 id 为 ${firstKeptEntryId} 的条目，不能从它开始保留。`);
     checkCompactionCut(this.getBranch(), firstKeptEntryId);
     return this.append<CompactionEntry>({ type: "compaction", summary, firstKeptEntryId, tokensBefore });
   }
 
-  /** 像 branch(fromId) 一样移动 leaf，再把被离开那条分支的摘要挂在 fromId 下面。 */
+  /** 像 branch(fromId) 一样移动 leaf，再把被离开那条分支的摘要挂在 fromId 下面。空摘要不写，leaf 也不动。 */
   branchWithSummary(fromId: string, summary: string): BranchSummaryEntry {
+    if (summary === "") throw new Error("不能写分支摘要：摘要是空的，会话里不能写一份空摘要。");
     this.branch(fromId);
     return this.append<BranchSummaryEntry>({ type: "branch_summary", fromId, summary });
   }

@@ -235,6 +235,20 @@ test("11.2 读回会话时，压缩与分支摘要条目同样逐字段检查：
   fails(broken(2, { summary: "" }), { line: 3, entryId: "e3", field: "summary" });
 });
 
+test("11.2 压缩与分支摘要条目写的时候就按读回的规矩检查：空摘要、不是非负整数的 tokensBefore 都拒绝，什么都不写", { timeout: 2_000 }, async () => {
+  const store = new InMemorySessionStore();
+  const tree = await SessionTree.open(store, { now: () => 1_000, newId: counter() });
+  tree.appendMessage(userMessage("开始", 2)); // e1
+  await tree.flush();
+  assert.throws(() => tree.appendCompaction("", "e1", 10), /摘要是空的/);
+  for (const tokensBefore of [-1, 1.5, Number.NaN]) assert.throws(() => tree.appendCompaction("摘要", "e1", tokensBefore), /tokensBefore 应当是非负整数/);
+  assert.throws(() => tree.branchWithSummary("e1", ""), /摘要是空的/);
+  await tree.flush();
+  assert.equal((await stored(store)).length, 1, "被拒绝的条目一条都没写");
+  assert.equal(tree.getLeafId(), "e1");
+  assert.equal((await SessionTree.open(store)).getEntries().length, 1);
+});
+
 /** 条目 id 按 e1、e2…… 数下去：断言里能直接写出来。 */
 function counter(): () => string {
   let next = 0;
