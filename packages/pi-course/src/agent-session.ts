@@ -414,9 +414,11 @@ export class AgentSession {
   /**
    * 把切点之前的历史交给模型写成摘要，写一个 compaction 条目，再从会话重建上下文。
    * 没有可摘要的、或自上次压缩以来没有新东西，就不调用模型，交回原因；摘要失败就抛出，会话一条都不多。
+   * 运行中拒绝：运行还在往会话里写条目，这时换掉 transcript 会让记录与内存各说各话。
    */
   async compact(options: { signal?: AbortSignal } = {}): Promise<CompactResult> {
     // #region lab 11.4
+    if (this.agent.state.status === "running") throw new Error("Agent 正在运行：运行中不能压缩。请先 await session.agent.waitForIdle()。");
     const plan = planCompaction(contextItems(this.tree.getBranch()), this.settings);
     if ("skip" in plan) return { status: "skipped", code: plan.skip };
     const summary = await generateSummary(this.options.model, plan.toSummarize, COMPACTION_PROMPT, { ...options, now: this.now, settings: this.settings });

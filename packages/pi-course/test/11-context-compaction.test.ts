@@ -569,6 +569,19 @@ test("11.4 上次压缩之后没有新东西：再 compact() 不调用模型，�
   });
 });
 
+test("11.4 运行中拒绝 compact()：不调用模型，不写条目", { timeout: 3_000 }, async () => {
+  await withSession([answer(1), answer(2), answer(3)], async (session, model, store) => {
+    await session.prompt(ask(1));
+    await session.prompt(ask(2));
+    const run = session.agent.prompt(ask(3));
+    await assert.rejects(session.compact(), /运行中不能压缩/);
+    await run;
+    await session.flush();
+    assert.equal(model.requests.length, 3, "只有这次运行自己的那一次调用");
+    assert.equal((await stored(store)).filter((entry) => entry.type === "compaction").length, 0);
+  });
+});
+
 /** 只有 InMemory 存储与固定时钟的会话：模型由测试给。 */
 async function openSession(model: Model, compaction: CompactionSettings): Promise<{ session: AgentSession; store: InMemorySessionStore }> {
   const store = new InMemorySessionStore();
