@@ -8,6 +8,13 @@
  *     sendMessage({ … })             一条 custom 角色的消息：只有 content 以 user 身份进请求，
  *                                     display 与 details 留在记录里。
  *
+ * 第 11 章接上上下文的构建与压缩：
+ *   `!cmd` / `!!cmd`   用户自己的命令，记成 bashExecution；`!!` 的只存不发。
+ *   compact()          请模型把切点之前的历史写成摘要，存成 compaction 条目；交回做了什么、或为什么没做。
+ *   prompt()           提问之前连同这次的输入一起看预算，超出就先压缩：压缩用这次运行的 signal，
+ *                      摘要失败不拦住提问，结局写在交回的报告里。
+ *   navigateTree()     离开一条分支时，给它留一份 branch_summary。
+ *
  * 第 12 章接上两样东西：
  *   资源（resources）   项目上下文与技能是第一条 system 里的具名段落；重新加载只追加一条段落补丁。
  *                       `/name 参数` 先找扩展命令，再找提示模板。
@@ -27,6 +34,7 @@ import {
   planCompaction,
   shouldCompact,
   type CompactionSettings,
+  type CompactionSkipCode,
 } from "./compaction.js";
 import { convertToLlm, createCustomMessage, type BashExecutionMessage, type CustomMessage } from "./messages.js";
 import type { BranchSummaryEntry, CompactionEntry, CustomEntry } from "./session-entries.js";
@@ -37,7 +45,7 @@ import { resourcePatch, resourceSections } from "./resources/sections.js";
 import { expandPromptTemplate, type PromptTemplate } from "./resources/skills.js";
 import type { CommandResult } from "./shell.js";
 import type { AgentTool } from "./tools.js";
-import { currentSystemMessage, type AgentMessage, type Model, type SystemMessage, type TextContent } from "./types.js";
+import { currentSystemMessage, userMessage, type AgentMessage, type Model, type SystemMessage, type TextContent } from "./types.js";
 import type { Workspace } from "./workspace.js";
 
 // ── 类型 ────────────────────────────────────────────────────────
@@ -68,6 +76,17 @@ export interface CustomMessageInput<T = unknown> {
   content: string | TextContent[];
   display: boolean;
   details?: T;
+}
+
+/** compact() 的结局：写下了哪个压缩条目，或者为什么没压缩（code 给界面去说话）。 */
+export type CompactResult = { status: "compacted"; entry: CompactionEntry } | { status: "skipped"; code: CompactionSkipCode };
+
+/** 提问之前的自动压缩怎样了：除了 compact() 的两种结局，还有摘要失败（照样提问）与被取消（不再提问）。 */
+export type AutoCompaction = CompactResult | { status: "failed"; message: string } | { status: "aborted" };
+
+/** prompt() 交回的报告：这次没有自动压缩就是 {}。 */
+export interface PromptReport {
+  compaction?: AutoCompaction;
 }
 
 /** 用户输入里的 shell 命令：`!cmd` 进上下文，`!!cmd` 不进。 */
@@ -261,22 +280,57 @@ export class AgentSession {
 
   /**
    * 跑一次，并等这次产生的条目全部写完。以 `!` 开头的一句话不问模型，交给 executeBash；
-   * 问模型之前先看预算，超出就先压缩。
+   * 问模型之前先看预算，超出就先压缩。signal 管这次运行的全程：压缩、提问、工具。
    */
-  async prompt(input: PromptInput): Promise<void> {
+  async prompt(input: PromptInput, options: { signal?: AbortSignal } = {}): Promise<PromptReport> {
     const bash = typeof input === "string" ? parseBashInput(input) : undefined;
     if (bash !== undefined) {
-      await this.executeBash(bash.command, { excludeFromContext: bash.excludeFromContext });
-      return;
+      await this.executeBash(bash.command, { excludeFromContext: bash.excludeFromContext, signal: options.signal });
+      return {};
     }
     if (typeof input === "string" && input.startsWith("/")) {
       const expanded = await this.slash(input);
-      if (expanded === undefined) return this.flush();
+      if (expanded === undefined) {
+        await this.flush();
+        return {};
+      }
       input = expanded;
     }
-    if (shouldCompact(this.agent.state.messages, this.settings)) await this.compact();
-    await this.agent.prompt(input);
+    const compaction = await this.compactBeforePrompt(input, options.signal);
+    // 取消发生在提问之前：这句话没有发出，也没有写进会话（调用方手里还有它）。
+    if (compaction?.status === "aborted") return { compaction };
+    await this.runAgent(input, options.signal);
     await this.flush();
+    return compaction === undefined ? {} : { compaction };
+  }
+
+  /**
+   * 预算连同这次要发出的输入一起算：历史刚好装得下、加上一句长话就装不下时，也要先压缩。
+   * 摘要失败不拦住提问（会话不能因为摘要服务挂了就用不了），失败写进报告；被取消就停下。
+   */
+  private async compactBeforePrompt(input: PromptInput, signal: AbortSignal | undefined): Promise<AutoCompaction | undefined> {
+    const incoming = typeof input === "string" ? [userMessage(input, this.now())] : input;
+    if (!shouldCompact([...this.agent.state.messages, ...incoming], this.settings)) return undefined;
+    if (signal?.aborted) return { status: "aborted" };
+    try {
+      return await this.compact({ signal });
+    } catch (error) {
+      if (signal?.aborted) return { status: "aborted" };
+      return { status: "failed", message: error instanceof Error ? error.message : String(error) };
+    }
+  }
+
+  /** 这次运行的 signal 接到 Agent 上：调用方取消，运行照常以 aborted 收尾。 */
+  private async runAgent(input: PromptInput, signal: AbortSignal | undefined): Promise<void> {
+    const stop = () => this.agent.abort();
+    signal?.addEventListener("abort", stop);
+    try {
+      const run = this.agent.prompt(input);
+      if (signal?.aborted) stop();
+      await run;
+    } finally {
+      signal?.removeEventListener("abort", stop);
+    }
   }
 
   /** `/name 参数`：扩展命令优先（它处理了就交回 undefined），否则按提示模板展开；都不是就原样交回。 */
@@ -361,17 +415,19 @@ export class AgentSession {
 
   /**
    * 把切点之前的历史交给模型写成摘要，写一个 compaction 条目，再从会话重建上下文。
-   * 没有可摘要的内容就什么也不做；摘要失败就抛出，会话一条都不多。
+   * 没有可摘要的、或自上次压缩以来没有新东西，就不调用模型，交回原因；摘要失败就抛出，会话一条都不多。
+   * 运行中拒绝：运行还在往会话里写条目，这时换掉 transcript 会让记录与内存各说各话。
    */
-  async compact(options: { signal?: AbortSignal } = {}): Promise<CompactionEntry | undefined> {
+  async compact(options: { signal?: AbortSignal } = {}): Promise<CompactResult> {
     // #region lab 11.4
+    if (this.agent.state.status === "running") throw new Error("Agent 正在运行：运行中不能压缩。请先 await session.agent.waitForIdle()。");
     const plan = planCompaction(contextItems(this.tree.getBranch()), this.settings);
-    if (plan === undefined) return undefined;
-    const summary = await generateSummary(this.options.model, plan.toSummarize, COMPACTION_PROMPT, { ...options, now: this.now });
+    if ("skip" in plan) return { status: "skipped", code: plan.skip };
+    const summary = await generateSummary(this.options.model, plan.toSummarize, COMPACTION_PROMPT, { ...options, now: this.now, settings: this.settings });
     const entry = this.tree.appendCompaction(summary, plan.firstKeptEntryId, plan.tokensBefore);
     this.agent.replaceMessages(this.tree.buildSessionContext());
     await this.tree.flush();
-    return entry;
+    return { status: "compacted", entry };
     // #endregion
   }
 
@@ -390,7 +446,7 @@ export class AgentSession {
       this.branch(targetId);
       return undefined;
     }
-    const summary = await generateSummary(this.options.model, messages, BRANCH_SUMMARY_PROMPT, { ...options, now: this.now });
+    const summary = await generateSummary(this.options.model, messages, BRANCH_SUMMARY_PROMPT, { ...options, now: this.now, settings: this.settings });
     const entry = this.tree.branchWithSummary(targetId, summary);
     this.agent.replaceMessages(this.tree.buildSessionContext());
     await this.tree.flush();

@@ -155,15 +155,20 @@ export interface CompactionPlan {
   tokensBefore: number;
 }
 
-export function planCompaction(items: readonly ContextItem[], settings: CompactionSettings): CompactionPlan | undefined {
+/**
+ * 不压缩的两种原因，写成给程序看的 code，界面据此说话：
+ *   nothing_to_summarize  切点之前除了 system 什么都没有；
+ *   nothing_new           切点之前只剩上一份摘要：自上次压缩以来没有新东西，再压一次只是请模型改写它自己的摘要。
+ */
+export type CompactionSkipCode = "nothing_to_summarize" | "nothing_new";
+
+export function planCompaction(items: readonly ContextItem[], settings: CompactionSettings): CompactionPlan | { skip: CompactionSkipCode } {
   const cut = findCutPoint(items, settings.keepRecentTokens);
-  if (cut === undefined) return undefined;
+  if (cut === undefined) return { skip: "nothing_to_summarize" };
   const messages = items.map((item) => item.message);
-  return {
-    firstKeptEntryId: items[cut]!.entryId,
-    toSummarize: messages.slice(0, cut).filter((message) => message.role !== "system"),
-    tokensBefore: estimateContext(messages).total,
-  };
+  const toSummarize = messages.slice(0, cut).filter((message) => message.role !== "system");
+  if (toSummarize.every((message) => message.role === "compactionSummary")) return { skip: "nothing_new" };
+  return { firstKeptEntryId: items[cut]!.entryId, toSummarize, tokensBefore: estimateContext(messages).total };
 }
 
 // ── 摘要：一次不带工具的模型调用 ─────────────────────────────────
@@ -194,8 +199,8 @@ export const BRANCH_SUMMARY_PROMPT = `<conversation> 里是一条被暂时离开
 
 文件路径、函数名、报错原文一律照抄。`;
 
-/** 把转换后的消息摊成纯文字：摘要模型读的是一份记录，而不是一段要它接着演的对话。 */
-export function serializeConversation(messages: readonly Message[]): string {
+/** 把转换后的消息摊成一行行纯文字：摘要模型读的是一份记录，而不是一段要它接着演的对话。 */
+export function transcriptLines(messages: readonly Message[]): string[] {
   const lines: string[] = [];
   for (const message of messages) {
     switch (message.role) {
@@ -215,23 +220,63 @@ export function serializeConversation(messages: readonly Message[]): string {
         break;
     }
   }
-  return lines.join("\n\n");
+  return lines;
 }
 
-/** 请模型写摘要。模型失败就抛出：宁可不压缩，也不能把一份空摘要写进会话。 */
+const LINE_SEPARATOR = "\n\n";
+
+/** 摘要请求：一条说明身份的 system，一条 user——记录放在 <conversation> 里，后面接结构化的要求。不带工具。 */
+export function summaryRequest(conversation: string, instructions: string, timestamp: number): Message[] {
+  return [
+    { role: "system", content: SUMMARY_SYSTEM_PROMPT, timestamp },
+    { role: "user", content: [{ type: "text", text: `<conversation>\n${conversation}\n</conversation>\n\n${instructions}` }], timestamp },
+  ];
+}
+
+/** 摘要请求里留给记录的 token：摘要模型的窗口同样要减去回答预留与余量，再减去说明与要求本身。 */
+export function transcriptBudget(settings: CompactionSettings, instructions: string): number {
+  return availableTokens(settings) - estimateContext(summaryRequest("", instructions, 0)).total;
+}
+
+function omittedNote(count: number): string {
+  return `[${count} earlier transcript lines were omitted here: they did not fit the summarizer's context window.]`;
+}
+
+/**
+ * 记录装不进预算时，从最旧的一头整行略去，开头写明略去了几行：交接最要紧的是最近做到了哪里。
+ * 最新的一行自己就装不下时，只留它的开头。一条几千条消息的分支，也只发出一份装得下的请求。
+ */
+export function fitTranscript(lines: readonly string[], budget: number): string {
+  const whole = lines.join(LINE_SEPARATOR);
+  if (tokensOfChars(whole.length) <= budget) return whole;
+  const room = budget - tokensOfChars(omittedNote(lines.length).length + LINE_SEPARATOR.length);
+  const kept: string[] = [];
+  let used = 0;
+  for (let i = lines.length - 1; i >= 0; i -= 1) {
+    const cost = tokensOfChars(lines[i]!.length + LINE_SEPARATOR.length);
+    if (used + cost > room) break;
+    kept.unshift(lines[i]!);
+    used += cost;
+  }
+  if (kept.length === 0 && lines.length > 0) kept.push(lines.at(-1)!.slice(0, Math.max(0, room * 4 - LINE_SEPARATOR.length)));
+  return [omittedNote(lines.length - kept.length), ...kept].join(LINE_SEPARATOR);
+}
+
+/**
+ * 请模型写摘要。模型失败就抛出：宁可不压缩，也不能把一份空摘要写进会话。
+ * settings 是摘要模型的窗口（省略时用默认预算）：记录按它截到装得下。
+ */
 export async function generateSummary(
   model: Model,
   messages: readonly AgentMessage[],
   instructions: string,
-  options: { signal?: AbortSignal; now?: () => number } = {},
+  options: { signal?: AbortSignal; now?: () => number; settings?: CompactionSettings } = {},
 ): Promise<string> {
   // #region lab 11.4
   const now = options.now ?? Date.now;
-  const conversation = serializeConversation(convertToLlm([...messages]));
-  const request: Message[] = [
-    { role: "system", content: SUMMARY_SYSTEM_PROMPT, timestamp: now() },
-    { role: "user", content: [{ type: "text", text: `<conversation>\n${conversation}\n</conversation>\n\n${instructions}` }], timestamp: now() },
-  ];
+  const lines = transcriptLines(convertToLlm([...messages]));
+  const conversation = fitTranscript(lines, transcriptBudget(options.settings ?? DEFAULT_COMPACTION_SETTINGS, instructions));
+  const request = summaryRequest(conversation, instructions, now());
   const reply = await model.stream({ messages: request }, options.signal ? { signal: options.signal } : {}).result();
   if (reply.stopReason === "error" || reply.stopReason === "aborted") {
     throw new Error(`摘要没有写成（${reply.stopReason}）：${reply.errorMessage ?? "模型没有说明原因"}`);

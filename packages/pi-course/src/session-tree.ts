@@ -10,7 +10,7 @@
 
 import { randomUUID } from "node:crypto";
 
-import type { ContextItem } from "./compaction.js";
+import { interactionBoundaries, type ContextItem } from "./compaction.js";
 import { createBranchSummaryMessage, createCompactionSummaryMessage, createCustomMessage } from "./messages.js";
 import type {
   BranchSummaryEntry,
@@ -88,6 +88,22 @@ export function contextItems(path: readonly SessionEntry[]): ContextItem[] {
   const summary = createCompactionSummaryMessage(compaction.summary, compaction.tokensBefore, Date.parse(compaction.timestamp));
   return [...head, { entryId: compaction.id, message: summary }, ...path.slice(keptFrom, at).flatMap(itemsOf), ...path.slice(at + 1).flatMap(itemsOf)];
   // #endregion
+}
+
+/**
+ * 压缩条目写下之前先检查切点：一写进文件，以后每次打开都要从这里构建上下文。
+ * firstKeptEntryId 必须在当前路径上（否则构建时找不到它），而且在路径构建出的上下文里
+ * 开启一段交互（否则保留的部分以一条工具结果开头，它的调用却被摘要掉了）。
+ */
+export function checkCompactionCut(path: readonly SessionEntry[], firstKeptEntryId: string): void {
+  if (!path.some((entry) => entry.id === firstKeptEntryId)) {
+    throw new Error(`不能压缩：firstKeptEntryId ${firstKeptEntryId} 不在当前路径上，压缩只能保留当前路径上的条目。`);
+  }
+  const items = contextItems(path);
+  const at = items.findIndex((item) => item.entryId === firstKeptEntryId);
+  if (!interactionBoundaries(items.map((item) => item.message)).includes(at)) {
+    throw new Error(`不能压缩：firstKeptEntryId ${firstKeptEntryId} 不是一段交互的开头，从它保留会把工具调用和它的结果分到切点两边。`);
+  }
 }
 
 // ── 会话树 ──────────────────────────────────────────────────────
@@ -186,14 +202,21 @@ export class SessionTree {
     return this.append<CustomMessageEntry>(body) as CustomMessageEntry<T>;
   }
 
-  /** 压缩：记下摘要和从哪里开始原样保留。之前的条目一条不删。 */
+  /**
+   * 压缩：记下摘要和从哪里开始原样保留。之前的条目一条不删。
+   * 字段按读回时的规矩先查一遍，切点不对也拒绝：写得进去的，以后都读得回来。
+   */
   appendCompaction(summary: string, firstKeptEntryId: string, tokensBefore: number): CompactionEntry {
+    if (summary === "") throw new Error("不能压缩：摘要是空的，会话里不能写一份空摘要。");
+    if (!Number.isSafeInteger(tokensBefore) || tokensBefore < 0) throw new Error(`不能压缩：tokensBefore 应当是非负整数，这里是 ${tokensBefore}。`);
     if (!this.byId.has(firstKeptEntryId)) throw new Error(`会话里没有 id 为 ${firstKeptEntryId} 的条目，不能从它开始保留。`);
+    checkCompactionCut(this.getBranch(), firstKeptEntryId);
     return this.append<CompactionEntry>({ type: "compaction", summary, firstKeptEntryId, tokensBefore });
   }
 
-  /** 像 branch(fromId) 一样移动 leaf，再把被离开那条分支的摘要挂在 fromId 下面。 */
+  /** 像 branch(fromId) 一样移动 leaf，再把被离开那条分支的摘要挂在 fromId 下面。空摘要不写，leaf 也不动。 */
   branchWithSummary(fromId: string, summary: string): BranchSummaryEntry {
+    if (summary === "") throw new Error("不能写分支摘要：摘要是空的，会话里不能写一份空摘要。");
     this.branch(fromId);
     return this.append<BranchSummaryEntry>({ type: "branch_summary", fromId, summary });
   }

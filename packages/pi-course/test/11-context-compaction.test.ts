@@ -7,6 +7,7 @@ import test from "node:test";
 import { AgentSession, parseBashInput } from "../src/agent-session.js";
 
 import {
+  availableTokens,
   COMPACTION_PROMPT,
   estimateContext,
   generateSummary,
@@ -18,10 +19,11 @@ import {
   type CompactionSettings,
   type ContextItem,
 } from "../src/compaction.js";
+import { AssistantMessageEventStream } from "../src/event-stream.js";
 import { ScriptedModel, type ScriptedTurn } from "../src/scripted-model.js";
 import { decodeLines, SessionEntryError, type SessionEntry } from "../src/session-entries.js";
 import { InMemorySessionStore, JsonlSessionStore } from "../src/session-store.js";
-import { contextItems, SessionTree } from "../src/session-tree.js";
+import { checkCompactionCut, contextItems, SessionTree } from "../src/session-tree.js";
 import {
   BRANCH_SUMMARY_PREFIX,
   BRANCH_SUMMARY_SUFFIX,
@@ -37,8 +39,11 @@ import {
   text,
   userMessage,
   currentSystemMessage,
+  type AgentContext,
   type AgentMessage,
   type Message,
+  type Model,
+  type StreamOptions,
   type SystemMessage,
   type ToolCall,
   type ToolResultMessage,
@@ -230,6 +235,20 @@ test("11.2 读回会话时，压缩与分支摘要条目同样逐字段检查：
   fails(broken(2, { summary: "" }), { line: 3, entryId: "e3", field: "summary" });
 });
 
+test("11.2 压缩与分支摘要条目写的时候就按读回的规矩检查：空摘要、不是非负整数的 tokensBefore 都拒绝，什么都不写", { timeout: 2_000 }, async () => {
+  const store = new InMemorySessionStore();
+  const tree = await SessionTree.open(store, { now: () => 1_000, newId: counter() });
+  tree.appendMessage(userMessage("开始", 2)); // e1
+  await tree.flush();
+  assert.throws(() => tree.appendCompaction("", "e1", 10), /摘要是空的/);
+  for (const tokensBefore of [-1, 1.5, Number.NaN]) assert.throws(() => tree.appendCompaction("摘要", "e1", tokensBefore), /tokensBefore 应当是非负整数/);
+  assert.throws(() => tree.branchWithSummary("e1", ""), /摘要是空的/);
+  await tree.flush();
+  assert.equal((await stored(store)).length, 1, "被拒绝的条目一条都没写");
+  assert.equal(tree.getLeafId(), "e1");
+  assert.equal((await SessionTree.open(store)).getEntries().length, 1);
+});
+
 /** 条目 id 按 e1、e2…… 数下去：断言里能直接写出来。 */
 function counter(): () => string {
   let next = 0;
@@ -378,6 +397,37 @@ test("11.3 从最新往回整段保留交互，总量不超过 keepRecentTokens�
   assert.equal(findCutPoint(items([system, ten("u", 1), ten("a", 2)]), 5), undefined);
 });
 
+test("11.3 压缩条目写下之前先检查切点：不在当前路径上、或不是一段交互的开头，就拒绝写入，会话照常能打开", { timeout: 2_000 }, async () => {
+  const store = new InMemorySessionStore();
+  const tree = await SessionTree.open(store, { now: () => 1_000, newId: counter() });
+  tree.appendMessage(system); // e1
+  tree.appendMessage(userMessage("读 a", 2)); // e2
+  tree.appendMessage(assistantMessage([call("c1")], "toolUse", { timestamp: 3 })); // e3
+  tree.appendMessage(result("c1")); // e4
+  tree.appendMessage(said("读完了")); // e5
+  tree.branch("e2");
+  tree.appendMessage(said("另一条分支")); // e6：不在最后的路径上
+  tree.branch("e5");
+  tree.appendMessage(userMessage("再读 b", 7)); // e7
+  await tree.flush();
+  const before = (await stored(store)).length;
+  assert.throws(() => tree.appendCompaction("摘要", "e6", 10), /e6 不在当前路径上/);
+  assert.throws(() => tree.appendCompaction("摘要", "e4", 10), /e4 不是一段交互的开头/);
+  assert.throws(() => tree.appendCompaction("摘要", "e3", 10), /e3 不是一段交互的开头/);
+  assert.throws(() => tree.appendCompaction("摘要", "e99", 10), /没有 id 为 e99 的条目/);
+  await tree.flush();
+  assert.equal((await stored(store)).length, before, "被拒绝的压缩条目一条都没写");
+  // 会话照常能打开、构建上下文；合格的切点照常写下。
+  const reopened = await SessionTree.open(store, { now: () => 1_000, newId: counter() });
+  assert.equal(reopened.buildSessionContext().length, 6);
+  const entry = tree.appendCompaction("摘要", "e7", 10);
+  await tree.flush();
+  assert.deepEqual((await stored(store)).at(-1), entry);
+  // 上一次压缩摘要掉的条目，也不能再被拿来当切点。
+  tree.appendMessage(said("好")); // e9
+  assert.throws(() => checkCompactionCut(tree.getBranch(), "e2"), /e2 不是一段交互的开头/);
+});
+
 // ── 实践 11.4 ───────────────────────────────────────────────────
 
 test("11.4 摘要由模型按结构化提示写成：请求里没有工具，对话被摊成一份记录", { timeout: 2_000 }, async () => {
@@ -410,24 +460,28 @@ test("11.4 模型没写成摘要就抛出，绝不交回一份空摘要", { time
   await assert.rejects(generateSummary(empty, [userMessage("读 a", 2)], COMPACTION_PROMPT), /空文本/);
 });
 
-/** 每条恰好 40 个字符，也就是 10 个 token：预算一眼算得清。 */
-const ask = (n: number) => `第${n}问：${"问".repeat(36)}`;
-const answer = (n: number): ScriptedTurn => reply(`第${n}答：${"答".repeat(36)}`);
-/** 可用 60 - 12 - 6 = 42：system 3 + 两段交互 40 = 43，第三问之前就得压缩。 */
-const tight: CompactionSettings = { contextWindow: 60, reserveTokens: 12, safetyMargin: 6, keepRecentTokens: 20 };
+/** 每条恰好 400 个字符，也就是 100 个 token：预算一眼算得清。 */
+const ask = (n: number) => `第${n}问：${"问".repeat(396)}`;
+const answer = (n: number): ScriptedTurn => reply(`第${n}答：${"答".repeat(396)}`);
+/**
+ * 可用 600 - 120 - 60 = 420：system 3 + 两段交互 400 = 403，再加第三问的 100 就是 503，第三问之前就得压缩。
+ * 摘要请求用同一个窗口：说明与要求约 60 个 token，留给记录的还有 360 个左右。
+ */
+const tight: CompactionSettings = { contextWindow: 600, reserveTokens: 120, safetyMargin: 60, keepRecentTokens: 200 };
 
 test("11.4 compact()：摘要写进 compaction 条目并保存；下一次请求是 system 重放 + 摘要 + 保留的交互", { timeout: 5_000 }, async () => {
   const turns = [answer(1), answer(2), reply("## 目标\n回答三个问题"), answer(3)];
   await withSession(turns, async (session, model, store) => {
     await session.prompt(ask(1));
     await session.prompt(ask(2));
-    const entry = await session.compact();
-    assert.ok(entry !== undefined && entry.type === "compaction");
+    const result = await session.compact();
+    assert.ok(result.status === "compacted", JSON.stringify(result));
+    const entry = result.entry;
     assert.equal(entry.summary, "## 目标\n回答三个问题");
     // 第 2 问那一段最新，总是保留；切点落在它的 user 条目上。
     const kept = (await stored(store)).find((saved) => saved.id === entry.firstKeptEntryId);
     assert.ok(kept?.type === "message" && kept.message.role === "user" && userTextOf(kept.message).startsWith("第2问"));
-    assert.equal(entry.tokensBefore, 43, "system 3 + 两段交互各 20");
+    assert.equal(entry.tokensBefore, 403, "system 3 + 两段交互各 200");
     assert.deepEqual((await stored(store)).at(-1), entry, "压缩条目已经写进存储");
     // 摘要请求里只有第 1 段交互。
     const summaryAsk = userTextOf(model.requests[2]!.messages[1]);
@@ -456,9 +510,9 @@ test("11.4 超出预算时 prompt 先压缩再提问；从 JSONL 文件恢复后
     const first = await open();
     await first.prompt(ask(1));
     await first.prompt(ask(2));
-    assert.equal(model.requests.length, 2, "23 与 33 个 token 都装得下，还没有压缩");
+    assert.equal(model.requests.length, 2, "连同这一问，103 与 303 个 token 都装得下，还没有压缩");
     await first.prompt(ask(3));
-    // 第三问之前是 43 > 42：先压缩（第 3 次调用是摘要），再提问（第 4 次）。
+    // 第三问之前是 403 + 100 = 503 > 420：先压缩（第 3 次调用是摘要），再提问（第 4 次）。
     assert.match(userTextOf(model.requests[2]!.messages[1]), /<conversation>[\s\S]*第1问[\s\S]*<\/conversation>/);
     const third = model.requests[3]!.messages;
     assert.deepEqual(third.map((message) => message.role), ["system", "user", "user", "assistant", "user"]);
@@ -493,10 +547,137 @@ test("11.4 没有可摘要的内容就不压缩，也不调用模型", { timeout
   await withSession([answer(1)], async (session, model, store) => {
     await session.prompt(ask(1));
     const before = (await stored(store)).length;
-    assert.equal(await session.compact(), undefined);
+    assert.deepEqual(await session.compact(), { status: "skipped", code: "nothing_to_summarize" });
     assert.equal(model.requests.length, 1);
     assert.equal((await stored(store)).length, before);
   });
+});
+
+test("11.4 上次压缩之后没有新东西：再 compact() 不调用模型，交回 nothing_new", { timeout: 5_000 }, async () => {
+  await withSession([answer(1), answer(2), reply("## 目标\n回答两个问题"), answer(3), reply("## 目标\n回答三个问题")], async (session, model, store) => {
+    await session.prompt(ask(1));
+    await session.prompt(ask(2));
+    assert.equal((await session.compact()).status, "compacted");
+    const calls = model.requests.length;
+    const saved = (await stored(store)).length;
+    assert.deepEqual(await session.compact(), { status: "skipped", code: "nothing_new" });
+    assert.equal(model.requests.length, calls, "没有新东西就不请模型改写它自己的摘要");
+    assert.equal((await stored(store)).length, saved);
+    // 有了新的交互，就又有东西可压了。
+    await session.prompt(ask(3));
+    assert.equal((await session.compact()).status, "compacted");
+  });
+});
+
+test("11.4 运行中拒绝 compact()：不调用模型，不写条目", { timeout: 3_000 }, async () => {
+  await withSession([answer(1), answer(2), answer(3)], async (session, model, store) => {
+    await session.prompt(ask(1));
+    await session.prompt(ask(2));
+    const run = session.agent.prompt(ask(3));
+    await assert.rejects(session.compact(), /运行中不能压缩/);
+    await run;
+    await session.flush();
+    assert.equal(model.requests.length, 3, "只有这次运行自己的那一次调用");
+    assert.equal((await stored(store)).filter((entry) => entry.type === "compaction").length, 0);
+  });
+});
+
+/** 只有 InMemory 存储与固定时钟的会话：模型由测试给。 */
+async function openSession(model: Model, compaction: CompactionSettings): Promise<{ session: AgentSession; store: InMemorySessionStore }> {
+  const store = new InMemorySessionStore();
+  const tree = await SessionTree.open(store, { now: () => 1_000, newId: counter() });
+  return { session: new AgentSession({ tree, model, systemPrompt: "你是一个编程助手。", compaction, now: () => 1_000 }), store };
+}
+
+function isSummaryRequest(context: AgentContext): boolean {
+  const [first] = context.messages;
+  return first?.role === "system" && first.content === SUMMARY_SYSTEM_PROMPT;
+}
+
+/** 写摘要的那次调用一直不回答，直到被取消（像一个卡住的摘要服务）；别的调用交给脚本模型。 */
+class StalledSummarizer implements Model {
+  readonly provider = "test";
+  readonly id = "stalled-summarizer";
+  summaryCalls = 0;
+  constructor(readonly inner: ScriptedModel) {}
+  stream(context: AgentContext, options: StreamOptions = {}): AssistantMessageEventStream {
+    if (!isSummaryRequest(context)) return this.inner.stream(context, options) as AssistantMessageEventStream;
+    this.summaryCalls += 1;
+    const output = new AssistantMessageEventStream();
+    const error = assistantMessage([], "aborted", { timestamp: 5 });
+    options.signal?.addEventListener("abort", () => output.push({ type: "error", reason: "aborted", error }), { once: true });
+    return output;
+  }
+}
+
+test("11.4 自动压缩用这次运行的 signal：取消就停下，不写压缩条目，这句话也不发出", { timeout: 3_000 }, async () => {
+  const inner = new ScriptedModel([answer(1), answer(2)], { now: () => 5 });
+  const model = new StalledSummarizer(inner);
+  const { session, store } = await openSession(model, tight);
+  await session.prompt(ask(1));
+  await session.prompt(ask(2));
+  const transcript = session.messages;
+  const stop = new AbortController();
+  const pending = session.prompt(ask(3), { signal: stop.signal });
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(model.summaryCalls, 1, "第三问之前超出预算，先去写摘要");
+  stop.abort();
+  assert.deepEqual(await pending, { compaction: { status: "aborted" } });
+  assert.equal(inner.requests.length, 2, "取消之后不再提问");
+  assert.deepEqual(session.messages, transcript);
+  assert.equal((await stored(store)).filter((entry) => entry.type === "compaction").length, 0);
+  assert.equal(session.agent.state.status, "idle");
+});
+
+test("11.4 自动压缩的摘要失败：失败写进交回的报告，这句话照样发给模型", { timeout: 3_000 }, async () => {
+  const model = new ScriptedModel([answer(1), answer(2), { kind: "error", errorMessage: "上游 503" }, answer(3)], { now: () => 5 });
+  const { session, store } = await openSession(model, tight);
+  await session.prompt(ask(1));
+  await session.prompt(ask(2));
+  const report = await session.prompt(ask(3));
+  assert.ok(report.compaction?.status === "failed", JSON.stringify(report));
+  assert.match(report.compaction.message, /摘要没有写成.*上游 503/);
+  assert.equal(model.requests.length, 4, "摘要失败之后照样提问");
+  const sent = JSON.stringify(model.requests[3]!.messages);
+  assert.match(sent, /第1问[\s\S]*第3问/, "没压缩成，就带着完整的历史提问");
+  assert.equal(session.agent.state.stopReason, "stop");
+  assert.equal((await stored(store)).filter((entry) => entry.type === "compaction").length, 0);
+});
+
+test("11.4 要不要压缩连同这次的输入一起算：历史装得下，加上这一问就装不下，也先压缩", { timeout: 3_000 }, async () => {
+  // 可用 600 - 120 = 480：system 3 + 两段交互 400 = 403 装得下；再加第三问的 100 个 token 就是 503。
+  const roomy: CompactionSettings = { contextWindow: 600, reserveTokens: 120, safetyMargin: 0, keepRecentTokens: 200 };
+  const model = new ScriptedModel([answer(1), answer(2), reply("## 目标\n回答三个问题"), answer(3)], { now: () => 5 });
+  const { session } = await openSession(model, roomy);
+  await session.prompt(ask(1));
+  await session.prompt(ask(2));
+  assert.equal(shouldCompact(session.messages, roomy), false);
+  const report = await session.prompt(ask(3));
+  assert.equal(report.compaction?.status, "compacted");
+  assert.ok(isSummaryRequest(model.requests[2]!), "第 3 次调用是摘要");
+  assert.match(userTextOf(model.requests[2]!.messages[1]), /第1问/);
+  assert.ok(userTextOf(model.requests[3]!.messages[1]).startsWith(COMPACTION_SUMMARY_PREFIX));
+});
+
+test("11.4 摘要请求装得进模型的窗口：一条 4,000 条消息的分支，放不下的最旧记录被略去，最新的留下", { timeout: 10_000 }, async () => {
+  const window: CompactionSettings = { contextWindow: 2_000, reserveTokens: 200, safetyMargin: 100, keepRecentTokens: 20 };
+  const model = new ScriptedModel([answer(1), reply("## 目标\n做了很多事")], { now: () => 5 });
+  const { session } = await openSession(model, window);
+  await session.prompt(ask(1));
+  const fork = session.tree.getLeafId()!;
+  for (let n = 1; n <= 2_000; n += 1) {
+    session.tree.appendMessage(userMessage(`第${n}步：${"做".repeat(30)}`, 10));
+    session.tree.appendMessage(said(`完成第${n}步`));
+  }
+  const entry = await session.navigateTree(fork, { summarize: true });
+  assert.ok(entry?.type === "branch_summary");
+  const request = model.requests[1]!;
+  assert.ok(isSummaryRequest(request));
+  assert.ok(estimateContext(request.messages).total <= availableTokens(window), `摘要请求约 ${estimateContext(request.messages).total} 个 token`);
+  const body = userTextOf(request.messages[1]);
+  assert.match(body, /完成第2000步/);
+  assert.doesNotMatch(body, /第1步：/);
+  assert.match(body, /earlier transcript lines were omitted/);
 });
 
 test("11.4 离开一条分支时把它摘要成 branch_summary 条目：新请求带着摘要，不带被离开的消息", { timeout: 5_000 }, async () => {

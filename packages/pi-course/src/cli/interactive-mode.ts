@@ -240,8 +240,9 @@ export class InteractiveMode {
         return;
       }
       case "/compact": {
-        const entry = await session.compact();
-        this.out.write(entry === undefined ? "没有可以压缩的内容。\n" : `已压缩：压缩前约 ${entry.tokensBefore} 个 token。\n`);
+        const result = await session.compact();
+        if (result.status === "compacted") this.out.write(`已压缩：压缩前约 ${result.entry.tokensBefore} 个 token。\n`);
+        else this.out.write(result.code === "nothing_new" ? "上次压缩之后没有新内容，不用再压缩。\n" : "没有可以压缩的内容。\n");
         return;
       }
       case "/resume":
@@ -266,7 +267,7 @@ export class InteractiveMode {
         const status = result.cancelled ? "（被取消）" : result.exitCode !== undefined && result.exitCode !== 0 ? `（退出码 ${result.exitCode}）` : "";
         this.out.write(`${result.output}${result.output.endsWith("\n") || result.output === "" ? "" : "\n"}${status}${status ? "\n" : ""}`);
       } else {
-        await session.prompt(input);
+        await session.prompt(input, { signal: controller.signal });
       }
     } finally {
       this.busy = undefined;
