@@ -546,15 +546,14 @@ async function spawnTinyPi(t: TestContext, root: string, cwd: string, agentDir: 
       `import { ScriptedModel } from ${JSON.stringify(url("../src/scripted-model.js"))};`,
       `const call = { type: "toolCall", id: "c1", name: "bash", arguments: { command: ${JSON.stringify(command)} } };`,
       `const model = new ScriptedModel([{ kind: "reply", content: [call], stopReason: "toolUse" }, { kind: "reply", content: [{ type: "text", text: "完成" }], stopReason: "stop" }]);`,
-      "const code = await main(process.argv.slice(2), { ...processIo(), model });",
+      `const code = await main(process.argv.slice(2), { ...processIo(), cwd: ${JSON.stringify(cwd)}, model });`,
       'process.stdout.write("", () => process.exit(code));',
       "",
     ].join("\n"),
   );
-  // 在 tsx 下运行时，子进程也要同样的加载器。
+  // 在 tsx 下运行时，子进程也要同样的加载器；它从子进程的工作目录解析，所以工作目录跟着这个测试，项目目录经 io.cwd 传入。
   const loader = process.execArgv.filter((arg, index, all) => arg.startsWith("--import") || all[index - 1] === "--import");
   const child = spawn(process.execPath, [...loader, script, "-p", "跑一下"], {
-    cwd,
     env: { ...process.env, PI_COURSE_AGENT_DIR: agentDir },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -89,9 +89,12 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     });
     // 不经终端来的信号：SIGINT 当作一次 Ctrl-C；SIGTERM、SIGHUP 是“现在就走”。
     const stopListening = listenForStop(signals, (signal) => (signal === "SIGINT" ? mode.interrupt() : mode.terminate()));
-    for (const message of args.messages) await mode.current.session.prompt(message);
-    code = await mode.run();
-    stopListening();
+    try {
+      for (const message of args.messages) await mode.current.session.prompt(message);
+      code = await mode.run();
+    } finally {
+      stopListening();
+    }
     runtime = mode.current;
     if (!(await disposedWithin(runtime, io.disposeGraceMs ?? DISPOSE_GRACE_MS))) {
       // 收尾卡住了（一个不结束的钩子、一次不返回的写入）：人已经要走，不再等。
