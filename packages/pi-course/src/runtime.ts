@@ -10,6 +10,7 @@
  *
  * 别处的代码不 new 这些零件：它们只调用 createRuntime。零件怎么接、按什么顺序关，只在这一个文件里。
  * 关闭是创建的逆序，每个部件恰好关一次；某个部件关不掉，其余的照样关，最后一起报告。
+ * 关闭了的运行时不再接新的提问；会话文件先 stat 再打开，打不开时错误点名那个文件。
  */
 
 import { randomUUID } from "node:crypto";
@@ -19,13 +20,13 @@ import os from "node:os";
 import path from "node:path";
 
 import { AgentSession } from "./agent-session.js";
+import type { PromptInput } from "./agent.js";
 import { codingTools } from "./coding-tools.js";
 import type { CompactionSettings } from "./compaction.js";
 import { loadExtensions } from "./extension-loader.js";
 import { ExtensionRunner, type ExtensionActions, type ExtensionError } from "./extensions.js";
 import { OfflineModel } from "./offline-model.js";
 import { modelFromEnv } from "./openai-compatible.js";
-import type { PromptInput } from "./agent.js";
 import { loadResources, type Resources } from "./resources.js";
 import { JsonlSessionStore, type SessionStore } from "./session-store.js";
 import { SessionTree } from "./session-tree.js";
@@ -70,7 +71,6 @@ export type RuntimeErrorCode =
   | "SESSION_DIR_NOT_WRITABLE"
   | "SESSION_NOT_A_FILE"
   | "SESSION_UNREADABLE"
-  | "SESSION_NOT_WRITABLE"
   | "RUNTIME_DISPOSED";
 
 /** 人能照着改的错误：code 稳定，消息说出哪里不对、怎样修。 */
