@@ -10,14 +10,17 @@
  *
  * 别处的代码不 new 这些零件：它们只调用 createRuntime。零件怎么接、按什么顺序关，只在这一个文件里。
  * 关闭是创建的逆序，每个部件恰好关一次；某个部件关不掉，其余的照样关，最后一起报告。
+ * 关闭了的运行时不再接新的提问；会话文件先 stat 再打开，打不开时错误点名那个文件。
  */
 
 import { randomUUID } from "node:crypto";
+import type { Stats } from "node:fs";
 import { access, constants, mkdir, readdir, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 
 import { AgentSession } from "./agent-session.js";
+import type { PromptInput } from "./agent.js";
 import { codingTools } from "./coding-tools.js";
 import type { CompactionSettings } from "./compaction.js";
 import { loadExtensions } from "./extension-loader.js";
@@ -25,7 +28,7 @@ import { ExtensionRunner, type ExtensionActions, type ExtensionError } from "./e
 import { OfflineModel } from "./offline-model.js";
 import { modelFromEnv } from "./openai-compatible.js";
 import { loadResources, type Resources } from "./resources.js";
-import { JsonlSessionStore } from "./session-store.js";
+import { JsonlSessionStore, type SessionStore } from "./session-store.js";
 import { SessionTree } from "./session-tree.js";
 import type { Model } from "./types.js";
 import { Workspace } from "./workspace.js";
@@ -48,6 +51,8 @@ export interface RuntimeOptions {
   compaction?: CompactionSettings;
   /** 给人看的警告（扩展加载失败或处理器出错、坏掉的资源文件）；默认写到 stderr。 */
   onWarning?: (message: string) => void;
+  /** 会话文件用哪种存储打开；默认第 10 章的 JsonlSessionStore。测试换上一个会写满或卡住的存储。 */
+  openStore?: (file: string) => SessionStore;
 }
 
 export interface Runtime {
@@ -61,7 +66,12 @@ export interface Runtime {
   dispose(): Promise<void>;
 }
 
-export type RuntimeErrorCode = "CWD_NOT_DIRECTORY" | "SESSION_DIR_NOT_WRITABLE";
+export type RuntimeErrorCode =
+  | "CWD_NOT_DIRECTORY"
+  | "SESSION_DIR_NOT_WRITABLE"
+  | "SESSION_NOT_A_FILE"
+  | "SESSION_UNREADABLE"
+  | "RUNTIME_DISPOSED";
 
 /** 人能照着改的错误：code 稳定，消息说出哪里不对、怎样修。 */
 export class RuntimeError extends Error {
@@ -115,6 +125,15 @@ export function defaultAgentDir(env: Record<string, string | undefined>): string
   return env.PI_COURSE_AGENT_DIR || path.join(os.homedir(), ".tiny-pi");
 }
 
+function codeOf(error: unknown): string {
+  return (error as NodeJS.ErrnoException).code ?? (error instanceof Error ? error.message : String(error));
+}
+
+/** 会话文件写不进去（磁盘满了、文件被换成了目录……）时给人看的一句话：哪个文件、什么错、丢了什么。 */
+export function sessionWriteFailure(file: string, error: unknown): string {
+  return `会话文件 ${file} 写不进去（${codeOf(error)}）：这次对话没有完整存下来。请腾出磁盘空间，或者用 --session 换一个会话文件。`;
+}
+
 /** 模型从哪里来：显式给定的优先，其次是环境变量，最后是不联网的离线模型。 */
 export function resolveModel(options: Pick<RuntimeOptions, "model" | "env" | "now">): Model {
   // #region lab 13.2
@@ -163,6 +182,24 @@ export class Disposer {
   // #endregion
 }
 
+/**
+ * 运行时交出去的会话：关闭之后拒绝新的提问。否则一次迟到的 prompt 会照样去问模型、跑工具，
+ * 再把结果写进一份已经关掉的会话——花了钱，什么也没留下。
+ */
+export class RuntimeSession extends AgentSession {
+  private closed = false;
+
+  /** 关闭的第一步：从这一刻起不再接新的提问（正在进行的运行由调用方去中止）。 */
+  close(): void {
+    this.closed = true;
+  }
+
+  override async prompt(input: PromptInput): Promise<void> {
+    if (this.closed) throw new RuntimeError("RUNTIME_DISPOSED", "运行时已经关闭，不能再提问：请用 createRuntime 建一个新的运行时。");
+    return super.prompt(input);
+  }
+}
+
 /** 运行时关闭之后扩展手里的动作：迟到的 sendMessage / appendEntry 得到一句说明，而不是写进一份已经关掉的会话。 */
 const CLOSED_ACTIONS: ExtensionActions = {
   sendMessage() {
@@ -208,6 +245,32 @@ async function chooseSessionFile(cwd: string, folder: string, session: string, n
   return path.join(folder, sessionFileName(now(), randomUUID().slice(0, 8)));
 }
 
+/** stat 里看到的文件种类，写进错误消息。 */
+function kindOf(info: Stats): string {
+  if (info.isDirectory()) return "目录";
+  if (info.isFIFO()) return "命名管道（FIFO）";
+  if (info.isCharacterDevice() || info.isBlockDevice()) return "设备";
+  if (info.isSocket()) return "套接字";
+  return "特殊文件";
+}
+
+/**
+ * 打开会话文件之前先 stat：目录读不出行，FIFO 会让读取一直等下去，设备读不完——都不是会话。
+ * 打开失败（第 10 章报告的坏行）时点名文件：-c 自己挑的那一份，人得知道是哪一份。
+ */
+async function openSessionTree(file: string, openStore: (file: string) => SessionStore, now: () => number): Promise<SessionTree> {
+  const info = await stat(file).catch(() => undefined);
+  if (info !== undefined && !info.isFile()) {
+    throw new RuntimeError("SESSION_NOT_A_FILE", `会话文件 ${file} 不是普通文件（是${kindOf(info)}）：请给 --session 一个 .jsonl 文件的路径，例如 --session ./notes.jsonl。`);
+  }
+  try {
+    return await SessionTree.open(openStore(file), { now });
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new RuntimeError("SESSION_UNREADABLE", `会话文件 ${file} 打不开：${reason}。可以不带 -c 开一份新会话，或者用 --session 指定另一份。`);
+  }
+}
+
 async function checkedCwd(cwd: string): Promise<string> {
   const absolute = path.resolve(cwd);
   const info = await stat(absolute).catch(() => undefined);
@@ -237,13 +300,13 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     const workspace = await Workspace.open(cwd);
     const resources = await loadResources({ cwd });
     for (const diagnostic of resources.diagnostics) warn(`资源 ${diagnostic.path}：${diagnostic.message}`);
-    const tree = await SessionTree.open(new JsonlSessionStore(sessionFile), { now });
+    const tree = await openSessionTree(sessionFile, options.openStore ?? ((file) => new JsonlSessionStore(file)), now);
     disposer.add("会话文件", () => tree.flush());
     const loaded = await loadExtensions(path.join(cwd, ".pi", "extensions"));
     for (const error of loaded.errors) warn(extensionWarning(error));
     const extensions = new ExtensionRunner(loaded.extensions, { cwd, onError: (error) => warn(extensionWarning(error)) });
     disposer.add("扩展", () => extensions.bindActions(CLOSED_ACTIONS));
-    const session = new AgentSession({
+    const session = new RuntimeSession({
       tree,
       model,
       systemPrompt: options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT,
@@ -255,7 +318,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       ...(options.compaction ? { compaction: options.compaction } : {}),
     });
     disposer.add("会话", async () => {
-      // 先停下正在进行的运行，再等排队的扩展事件与写入：关掉之后文件里就是完整的记录。
+      // 先不再接新的提问、停下正在进行的运行，再等排队的扩展事件与写入：关掉之后文件里就是完整的记录。
+      session.close();
       session.agent.abort();
       await session.agent.waitForIdle();
       await session.flush();

@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
 import { EventEmitter } from "node:events";
+import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -10,6 +12,7 @@ import { parseCliArgs, UsageError } from "../src/cli/args.js";
 import { InteractiveMode, renderTree } from "../src/cli/interactive-mode.js";
 import { main, type CliIo } from "../src/cli/main.js";
 import { Output } from "../src/cli/output.js";
+import { listProcesses } from "../src/cli/process-groups.js";
 import { AssistantMessageEventStream } from "../src/event-stream.js";
 import { decideOffline, OFFLINE_HELP, OfflineModel, projectNameOf, requestedFile } from "../src/offline-model.js";
 import { OpenAiCompatibleModel } from "../src/openai-compatible.js";
@@ -24,6 +27,7 @@ import {
 } from "../src/runtime.js";
 import { ScriptedModel, type ScriptedTurn } from "../src/scripted-model.js";
 import type { SessionEntry } from "../src/session-entries.js";
+import { JsonlSessionStore, type SessionStore } from "../src/session-store.js";
 import {
   assistantMessage,
   text,
@@ -108,6 +112,37 @@ async function waitFor(screen: () => string, expected: string): Promise<void> {
     if (tries > 200) await new Promise((resolve) => setTimeout(resolve, 5));
   }
   assert.fail(`等不到“${expected}”，屏幕上是：\n${screen()}`);
+}
+
+/** 前 n 次写入照常落盘；之后的写入 fail 给出错误就失败（像写满的磁盘），不给就永远不返回（像卡住的网络盘）。 */
+function brokenStore(file: string, n: number, fail?: NodeJS.ErrnoException): SessionStore {
+  const real = new JsonlSessionStore(file);
+  let writes = 0;
+  return {
+    load: () => real.load(),
+    append(entry) {
+      writes += 1;
+      if (writes <= n) return real.append(entry);
+      return fail === undefined ? new Promise<void>(() => {}) : Promise.reject(fail);
+    },
+  };
+}
+
+function stderrLines(text: string): string[] {
+  return text.trimEnd().split("\n");
+}
+
+/** 进程组里还活着的进程（僵尸不算：它已经结束，只等父进程收走）。 */
+function aliveInGroup(pgid: number): number[] {
+  return listProcesses()
+    .filter((info) => info.pgid === pgid && info.state !== "Z")
+    .map((info) => info.pid);
+}
+
+/** SIGKILL 送到了，进程还要等到下一次被调度才真正结束：最多等一秒，交回那时还活着的。 */
+async function survivorsOf(pgid: number): Promise<number[]> {
+  for (let tries = 0; tries < 40 && aliveInGroup(pgid).length > 0; tries += 1) await new Promise((resolve) => setTimeout(resolve, 25));
+  return aliveInGroup(pgid);
 }
 
 async function sessionLines(file: string): Promise<SessionEntry[]> {
@@ -289,6 +324,22 @@ test("13.2 关闭先停下会话：运行被中止并收尾，扩展在 agent_en
   assert.ok(logged, `扩展在 agent_end 里记下的条目应当在会话文件里；警告：${warnings.join("；")}`);
 });
 
+test("13.2 关闭之后的运行时拒绝提问：RuntimeError（RUNTIME_DISPOSED），不去问模型", { timeout: 2_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const model = new ScriptedModel([{ kind: "reply", content: [text("不该有这一句")], stopReason: "stop" }]);
+  const runtime = await createRuntime({ cwd, agentDir, env: {}, model });
+  await runtime.dispose();
+  await assert.rejects(runtime.session.prompt("还在吗？"), (error: unknown) => {
+    assert.ok(error instanceof RuntimeError, String(error));
+    assert.equal(error.code, "RUNTIME_DISPOSED");
+    assert.match(error.message, /运行时已经关闭，不能再提问/);
+    return true;
+  });
+  assert.equal(model.requests.length, 0);
+  const roles = (await sessionLines(runtime.sessionFile)).map((entry) => (entry.type === "message" ? entry.message.role : entry.type));
+  assert.deepEqual(roles, ["system"]);
+});
+
 test("13.2 会话目录不能写：抛出的 RuntimeError 说出目录，也说出用 PI_COURSE_AGENT_DIR 换个地方", { timeout: 2_000 }, async (t) => {
   const { root, cwd } = await project(t);
   const blocked = path.join(root, "not-a-dir");
@@ -318,7 +369,7 @@ test("13.3 用错了是用法错误：一句中文，退出码 2", { timeout: 2_
     [["--verbose"], /不认识的选项 --verbose/],
     [["--mode", "yaml", "x"], /--mode 只接受 text 或 json/],
     [["-p"], /-p 需要一个任务/],
-    [["--session"], /--session 需要一个取值/],
+    [["--session"], /--session 需要一个取值，例如 --session \.\/notes\.jsonl/],
   ] as const) {
     assert.throws(() => parseCliArgs(argv), (error: unknown) => error instanceof UsageError && pattern.test(error.message));
   }
@@ -364,6 +415,88 @@ test("13.3 会话目录不能写：退出码 1，stderr 说出目录与 PI_COURS
   assert.match(run.stderr.text(), /会话目录 .*agent.* 不能写.*PI_COURSE_AGENT_DIR/);
 });
 
+test("13.3 --mode json 的 message_update 只写增量：输出随回答的长度增长，而不是它的平方", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  // 512 段、每段 64 字节，一共 32 KB：每段是一次 text_delta，像真模型那样一点一点地来。
+  const pieces = Array.from({ length: 512 }, (_, index) => `${String(index).padStart(4, "0")}${"星".repeat(20)}`);
+  const answer = pieces.join("");
+  const model = new ScriptedModel([{ kind: "reply", content: pieces.map((piece) => text(piece)), stopReason: "stop" }]);
+  const run = io(cwd, agentDir, { model });
+  assert.equal(await main(["--mode", "json", "写一篇长文"], run.io), 0);
+  const output = run.stdout.text();
+  const bytes = Buffer.byteLength(output, "utf8");
+  const answerBytes = Buffer.byteLength(answer, "utf8");
+  assert.ok(bytes < 8 * answerBytes, `回答 ${answerBytes} 字节，JSON 输出却有 ${bytes} 字节`);
+  const events = output.trimEnd().split("\n").map((line) => JSON.parse(line) as { type: string; message?: unknown; event?: { type: string; delta?: string; partial?: unknown } });
+  const updates = events.filter((event) => event.type === "message_update");
+  assert.equal(updates.length, 512);
+  assert.ok(updates.every((event) => event.message === undefined && event.event?.partial === undefined), "message_update 不该再带 partial");
+  // 增量拼起来就是回答；完整的消息在 message_end 里。
+  assert.equal(updates.map((event) => event.event?.delta ?? "").join(""), answer);
+  assert.ok(events.some((event) => event.type === "message_end"));
+});
+
+test("13.3 --session 指向目录或 FIFO、-c 选中一份坏掉的会话：一句话点名那个文件，退出码 1", { timeout: 5_000 }, async (t) => {
+  const { root, cwd, agentDir } = await project(t);
+  const directory = path.join(root, "a-directory");
+  await mkdir(directory);
+  const asDirectory = io(cwd, agentDir);
+  assert.equal(await main(["--session", directory, "-p", "你好"], asDirectory.io), 1);
+  assert.deepEqual(stderrLines(asDirectory.stderr.text()).length, 1);
+  assert.match(asDirectory.stderr.text(), /会话文件 .*a-directory 不是普通文件（是目录）/);
+
+  // FIFO：读它的人会一直等到有人来写——不先 stat，tiny-pi 就卡在这里。
+  const fifo = path.join(root, "a-fifo.jsonl");
+  execFileSync("mkfifo", [fifo]);
+  const asFifo = io(cwd, agentDir);
+  assert.equal(await main(["--session", fifo, "-p", "你好"], asFifo.io), 1);
+  assert.equal(stderrLines(asFifo.stderr.text()).length, 1);
+  assert.match(asFifo.stderr.text(), /会话文件 .*a-fifo\.jsonl 不是普通文件（是命名管道（FIFO））/);
+
+  const folder = path.join(agentDir, "sessions", sessionFolderName(cwd));
+  await mkdir(folder, { recursive: true });
+  await writeFile(path.join(folder, "2026-01-01T00-00-00-000Z_broken1.jsonl"), "这不是 JSON\n");
+  const corrupt = io(cwd, agentDir);
+  assert.equal(await main(["-c", "-p", "你好"], corrupt.io), 1);
+  assert.equal(stderrLines(corrupt.stderr.text()).length, 1);
+  assert.match(corrupt.stderr.text(), /会话文件 .*_broken1\.jsonl 打不开：第 1 行/);
+  assert.equal(corrupt.stdout.text(), "");
+});
+
+test("13.3 会话文件写不进去（ENOSPC）：一句话点名会话文件，已经得到的回答照样写到 stdout", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const full = Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC", syscall: "write" });
+  const model = new ScriptedModel([{ kind: "reply", content: [text("答案是 42。")], stopReason: "stop" }]);
+  // 第一行（system）写得进去，之后磁盘满了。
+  const run = io(cwd, agentDir, { model, openStore: (file) => brokenStore(file, 1, full) });
+  assert.equal(await main(["-p", "答案是什么？"], run.io), 1);
+  assert.equal(run.stdout.text(), "答案是 42。\n");
+  const lines = stderrLines(run.stderr.text());
+  assert.equal(lines.length, 1, run.stderr.text());
+  const [file] = await readdir(path.join(agentDir, "sessions", sessionFolderName(cwd)));
+  assert.ok(lines[0]!.includes(`会话文件 ${path.join(agentDir, "sessions", sessionFolderName(cwd), file!)} 写不进去（ENOSPC）`), lines[0]);
+});
+
+test("13.3 自动压缩失败时，打印模式只写一句话，不是一段堆栈", { timeout: 10_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  // 三问三答，每问约 4 万 token：第四问之前超出预算，自动压缩先要一份摘要。
+  const replies: ScriptedTurn[] = [1, 2, 3].map((index) => ({ kind: "reply", content: [text(`第 ${index} 个回答`)], stopReason: "stop" }));
+  const setup = await createRuntime({ cwd, agentDir, env: {}, model: new ScriptedModel(replies) });
+  for (const index of [1, 2, 3]) await setup.session.prompt(`第 ${index} 问：${"长".repeat(160_000)}`);
+  await setup.dispose();
+  const model = new ScriptedModel([{ kind: "error", errorMessage: "摘要服务暂时不可用" }, { kind: "reply", content: [text("第四个回答")], stopReason: "stop" }]);
+  const run = io(cwd, agentDir, { model });
+  const code = await main(["-c", "-p", "第 4 问"], run.io);
+  assert.equal(model.requests.length >= 1, true, "应当先请求一份摘要");
+  const lines = stderrLines(run.stderr.text());
+  assert.equal(lines.length, 1, run.stderr.text());
+  assert.match(lines[0]!, /^tiny-pi：.*摘要/);
+  assert.doesNotMatch(run.stderr.text(), /\n\s+at /);
+  // 上一次的回答不是这一问的回答：没有新的回答，stdout 上就不该有旧的那句。
+  assert.doesNotMatch(run.stdout.text(), /第 3 个回答/);
+  if (code !== 0) assert.equal(code, 1);
+});
+
 // ── 实践 13.4 ───────────────────────────────────────────────────
 
 test("13.4 stdout 被下游关掉（EPIPE）：停下运行、不崩溃、退出码 0，会话照样关好", { timeout: 5_000 }, async (t) => {
@@ -400,6 +533,74 @@ test("13.4 打印模式里第一次 Ctrl-C 中止运行（退出码 1），第�
   signals.emit("SIGINT");
   signals.emit("SIGINT");
   assert.equal(await leaving, 130);
+});
+
+/** 一个真的 tiny-pi 子进程（打印模式）：脚本模型先要一次 bash 调用，命令就是 command。 */
+async function spawnTinyPi(t: TestContext, root: string, cwd: string, agentDir: string, command: string) {
+  const script = path.join(root, "tiny-pi-child.mjs");
+  const url = (relative: string) => new URL(relative, import.meta.url).href;
+  await writeFile(
+    script,
+    [
+      `import { main, processIo } from ${JSON.stringify(url("../src/cli/main.js"))};`,
+      `import { ScriptedModel } from ${JSON.stringify(url("../src/scripted-model.js"))};`,
+      `const call = { type: "toolCall", id: "c1", name: "bash", arguments: { command: ${JSON.stringify(command)} } };`,
+      `const model = new ScriptedModel([{ kind: "reply", content: [call], stopReason: "toolUse" }, { kind: "reply", content: [{ type: "text", text: "完成" }], stopReason: "stop" }]);`,
+      `const code = await main(process.argv.slice(2), { ...processIo(), cwd: ${JSON.stringify(cwd)}, model });`,
+      'process.stdout.write("", () => process.exit(code));',
+      "",
+    ].join("\n"),
+  );
+  // 在 tsx 下运行时，子进程也要同样的加载器；它从子进程的工作目录解析，所以工作目录跟着这个测试，项目目录经 io.cwd 传入。
+  const loader = process.execArgv.filter((arg, index, all) => arg.startsWith("--import") || all[index - 1] === "--import");
+  const child = spawn(process.execPath, [...loader, script, "-p", "跑一下"], {
+    env: { ...process.env, PI_COURSE_AGENT_DIR: agentDir },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  let gone = false;
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+  const exited = new Promise<number | string | null>((resolve) =>
+    child.once("exit", (code, signal) => {
+      gone = true;
+      resolve(code ?? signal);
+    }),
+  );
+  // 命令先写下自己的 pid（sh 是组长，pid 就是组号）：测试要知道该看哪一组。
+  const pidFile = path.join(cwd, "pid.txt");
+  for (let tries = 0; tries < 200 && !gone && !existsSync(pidFile); tries += 1) await new Promise((resolve) => setTimeout(resolve, 25));
+  if (!existsSync(pidFile)) await exited;
+  const pgid = Number((await readFile(pidFile, "utf8").catch(() => "")).trim());
+  assert.ok(pgid > 0, `命令没有开始运行；stderr：${stderr}`);
+  // 红的时候也不把进程留在这台机器上。
+  t.after(() => {
+    try {
+      process.kill(-pgid, "SIGKILL");
+    } catch {
+      // 已经没有了。
+    }
+  });
+  return { child, exited, pgid, stderr: () => stderr };
+}
+
+test("13.4 SIGTERM、SIGHUP 和 Ctrl-C 一样：中止运行、结束工具的整个进程组再离开；第二个信号立即离开，也不留下进程", { timeout: 20_000 }, async (t) => {
+  const { root, cwd, agentDir } = await project(t);
+  // 不理 SIGTERM 的命令：只有 SIGKILL 能结束它。活下来的话，5 秒后它会往工作区里写一个文件。
+  const stubborn = "trap '' TERM; echo $$ > pid.txt; sleep 5; echo late > late.txt";
+  const polite = await spawnTinyPi(t, root, cwd, agentDir, stubborn);
+  polite.child.kill("SIGTERM");
+  assert.equal(await polite.exited, 1, polite.stderr());
+  assert.match(polite.stderr(), /运行被中止/);
+  assert.deepEqual(await survivorsOf(polite.pgid), []);
+
+  await rm(path.join(cwd, "pid.txt"));
+  const hurried = await spawnTinyPi(t, root, cwd, agentDir, stubborn);
+  hurried.child.kill("SIGTERM");
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  hurried.child.kill("SIGHUP");
+  assert.equal(await hurried.exited, 130, hurried.stderr());
+  assert.deepEqual(await survivorsOf(hurried.pgid), []);
+  assert.equal(existsSync(path.join(cwd, "late.txt")), false);
 });
 
 // ── 实践 13.5 ───────────────────────────────────────────────────
@@ -480,4 +681,32 @@ test("13.5 /resume 列出这个项目的会话，给编号就换过去，旧的�
   await waitFor(run.stdout.text, `已换到 ${path.basename(old.sessionFile)}（5 个条目）`);
   stdin.end();
   assert.equal(await finished, 0);
+});
+
+test("13.5 交互模式：SIGTERM 中止运行并离开；连按两次 Ctrl-C 时收尾卡住，只等 disposeGraceMs 就以 130 离开", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const signals = new EventEmitter();
+  const terminated = hangingModel();
+  const stdin = new PassThrough();
+  const first = io(cwd, agentDir, { stdin, signals, model: terminated.model });
+  const leaving = main([], first.io);
+  stdin.write("你好\n");
+  await Promise.race([terminated.running, leaving]);
+  signals.emit("SIGTERM");
+  assert.equal(await leaving, 0);
+  for (const name of ["SIGINT", "SIGTERM", "SIGHUP"]) assert.equal(signals.listenerCount(name), 0, name);
+
+  // 第一行（system）之后，会话的写入永远不返回：收尾里的 flush 会一直等下去。
+  const stuck = hangingModel();
+  const input = new PassThrough();
+  const second = io(cwd, agentDir, { stdin: input, signals, model: stuck.model, disposeGraceMs: 200, openStore: (file) => brokenStore(file, 1) });
+  const started = Date.now();
+  const forced = main([], second.io);
+  input.write("你好\n");
+  await Promise.race([stuck.running, forced]);
+  signals.emit("SIGINT");
+  signals.emit("SIGINT");
+  assert.equal(await forced, 130);
+  assert.ok(Date.now() - started < 3_000);
+  assert.match(second.stderr.text(), /收尾超过 200 毫秒没有完成/);
 });

@@ -53,6 +53,12 @@ const OPTIONS = {
   help: { type: "boolean", short: "h" },
 } as const;
 
+/** 缺了取值时给的例子：例子要是这个选项自己的，照着改就对。 */
+const VALUE_EXAMPLES: Record<string, string> = {
+  "--mode": "--mode json",
+  "--session": "--session ./notes.jsonl",
+};
+
 // ── 纯函数 ──────────────────────────────────────────────────────
 
 /** parseArgs 的英文错误 → 一句人能照着改的中文。认不出的错误原样抛出：那是我们的 bug。 */
@@ -61,7 +67,10 @@ function usageErrorOf(error: unknown): UsageError {
   const message = error instanceof Error ? error.message : String(error);
   const option = /'([^']+)'/.exec(message)?.[1] ?? "";
   if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") return new UsageError(`不认识的选项 ${option}。运行 tiny-pi --help 查看可用的选项。`);
-  if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") return new UsageError(`选项 ${option.split(" ")[0]} 需要一个取值，例如 --mode json。`);
+  if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") {
+    const name = option.split(" ")[0] ?? "";
+    return new UsageError(`选项 ${name} 需要一个取值，例如 ${VALUE_EXAMPLES[name] ?? `${name} <取值>`}。`);
+  }
   throw error;
 }
 

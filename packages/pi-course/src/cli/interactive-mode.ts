@@ -200,6 +200,13 @@ export class InteractiveMode {
     // #endregion
   }
 
+  /** SIGTERM、SIGHUP：不数次数，中止正在进行的运行就离开（收尾由 main 限时等待）。 */
+  terminate(): void {
+    this.busy?.abort();
+    this.runtime.session.agent.abort();
+    this.leave(0);
+  }
+
   private listen(): void {
     this.unsubscribe = this.runtime.session.subscribe((event) => {
       const shown = renderEvent(event);

@@ -7,7 +7,7 @@
 
 import type { AgentEvent } from "../agent-loop.js";
 import type { AgentState } from "../agent-state.js";
-import type { Runtime } from "../runtime.js";
+import { sessionWriteFailure, type Runtime } from "../runtime.js";
 import { textOf, type AgentMessage } from "../types.js";
 import type { Output } from "./output.js";
 
@@ -38,12 +38,43 @@ export function finalAnswer(messages: readonly AgentMessage[]): string {
   return "";
 }
 
-/** JSON 模式的一行：一个事件一个对象，结尾一个换行。 */
+/**
+ * JSON 模式的一行：一个事件一个对象，结尾一个换行。
+ * message_update 只写增量：每个更新都带着到此为止的整条 partial（两份），照原样写出，
+ * 输出就随回答长度的平方增长（32 KB 的回答写出十几 MB）。完整的消息在 message_end 里有一份。
+ */
 export function jsonLine(event: AgentEvent): string {
-  return `${JSON.stringify(event)}\n`;
+  return `${JSON.stringify(event.type === "message_update" ? updateDelta(event) : event)}\n`;
+}
+
+/** 一个 message_update 去掉两份 partial 之后剩下的：事件种类、槽位、增量（toolcall_end 还有整个调用）。 */
+function updateDelta(event: Extract<AgentEvent, { type: "message_update" }>): object {
+  const { partial: _partial, ...delta } = event.event as { partial?: unknown; [field: string]: unknown };
+  return { type: event.type, event: delta };
 }
 
 // ── 运行 ────────────────────────────────────────────────────────
+
+/**
+ * 问一次，记下这次运行里结束的每条消息（出错时它们就是“已经得到的回答”）；
+ * prompt 抛出的错误换成一句给人看的话，写不进会话文件时点名那个文件。没有抛出时 thrown 是 undefined。
+ */
+async function askOnce(runtime: Runtime, message: string): Promise<{ thrown: string | undefined; ended: AgentMessage[] }> {
+  const ended: AgentMessage[] = [];
+  const unsubscribe = runtime.session.subscribe((event) => {
+    if (event.type === "message_end") ended.push(event.message);
+  });
+  try {
+    await runtime.session.prompt(message);
+    return { thrown: undefined, ended };
+  } catch (error) {
+    // 带 syscall 的是文件系统的错误：prompt 里碰文件系统的只有会话文件的写入（工具的错误都变成了结果）。
+    if ((error as NodeJS.ErrnoException).syscall !== undefined) return { thrown: sessionWriteFailure(runtime.sessionFile, error), ended };
+    return { thrown: error instanceof Error ? error.message : String(error), ended };
+  } finally {
+    unsubscribe();
+  }
+}
 
 export async function runPrintMode(runtime: Runtime, mode: "print" | "json", messages: readonly string[], out: Output, err: Output): Promise<number> {
   // #region lab 13.3
@@ -54,8 +85,15 @@ export async function runPrintMode(runtime: Runtime, mode: "print" | "json", mes
   try {
     for (const message of messages) {
       if (out.closed) return 0;
-      await session.prompt(message);
+      const { thrown, ended } = await askOnce(runtime, message);
       if (out.closed) return 0;
+      if (thrown !== undefined) {
+        // 会话写不进去、自动压缩失败：一句话；这次已经得到的回答照样交出去，它不该跟着丢。
+        err.write(`tiny-pi：${thrown}\n`);
+        const answer = finalAnswer(ended);
+        if (mode === "print" && answer !== "") out.write(`${answer}\n`);
+        return 1;
+      }
       const failure = runFailure(session.agent.state);
       if (failure !== undefined) {
         err.write(`tiny-pi：${failure}\n`);
