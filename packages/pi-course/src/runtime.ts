@@ -48,6 +48,8 @@ export interface RuntimeOptions {
   compaction?: CompactionSettings;
   /** 给人看的警告（扩展加载失败或处理器出错、坏掉的资源文件）；默认写到 stderr。 */
   onWarning?: (message: string) => void;
+  /** 向上找 AGENTS.md 时走到这一层为止（第 12 章的 stopAt）；省略时走到文件系统根。eval 用它隔开机器上的文件。 */
+  contextStopAt?: string;
 }
 
 export interface Runtime {
@@ -235,7 +237,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     await prepareSessionFolder(folder);
     const sessionFile = await chooseSessionFile(cwd, folder, options.session ?? "new", now);
     const workspace = await Workspace.open(cwd);
-    const resources = await loadResources({ cwd });
+    const resources = await loadResources({ cwd, stopAt: options.contextStopAt });
     for (const diagnostic of resources.diagnostics) warn(`资源 ${diagnostic.path}：${diagnostic.message}`);
     const tree = await SessionTree.open(new JsonlSessionStore(sessionFile), { now });
     disposer.add("会话文件", () => tree.flush());
