@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { createMarkdown, renderLesson } from "../scripts/engine/book/markdown.ts";
 import { indexBody, sidebarHtml } from "../scripts/engine/book/pages.ts";
+import { serveBook } from "../scripts/engine/book/serve.ts";
 import { buildBook } from "../scripts/engine/book/site.ts";
 import { BUILD_COMMAND, expectation, runCommand } from "../scripts/engine/card.ts";
 import { loadChapters, type Chapter } from "../scripts/engine/chapters.ts";
@@ -197,6 +199,43 @@ describe("课程地图按进度点亮（本地预览）", () => {
 
     const plain = sidebarHtml({ map, personal: false });
     assert.doesNotMatch(plain, /lit|已点亮|data-next/);
+  });
+});
+
+/** 发一个 GET，Host 头由调用方写：浏览器在 DNS 重绑定之后送来的正是别人的域名。 */
+function getWithHost(url: string, host: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { headers: { host } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+describe("本地预览", () => {
+  test("--serve 只回应 Host 是本机地址的请求：127.0.0.1、localhost、[::1] 加上端口；别的域名一律 403（防 DNS 重绑定）", { timeout: 10_000 }, async () => {
+    const server = await serveBook(out, 0);
+    try {
+      const port = new URL(server.url).port;
+      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `LOCALHOST:${port}`]) {
+        const page = await getWithHost(server.url, host);
+        assert.equal(page.status, 200, host);
+        assert.match(page.body, /<html/i, host);
+      }
+      for (const host of [`evil.example:${port}`, `127.0.0.1.evil.example:${port}`, `localhost.evil.example:${port}`, `localhost:${Number(port) + 1}`, "localhost", "127.0.0.1@evil.example"]) {
+        const refused = await getWithHost(server.url, host);
+        assert.equal(refused.status, 403, host);
+        assert.match(refused.body, /只回应发往本机的请求/, host);
+        assert.doesNotMatch(refused.body, /<html/i, host);
+      }
+      const events = await getWithHost(`${server.url}__book/events`, `evil.example:${port}`);
+      assert.equal(events.status, 403, "刷新通知的事件流同样不回应别的域名");
+    } finally {
+      await server.close();
+    }
   });
 });
 

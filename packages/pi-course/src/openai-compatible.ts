@@ -4,7 +4,7 @@
  */
 
 import { AssistantMessageEventStream } from "./event-stream.js";
-import { readSseData, type SseLimits } from "./sse.js";
+import { readSseData, SseLimitError, type SseLimits } from "./sse.js";
 import {
   assistantMessage,
   currentSystemPrompt,
@@ -52,6 +52,8 @@ export interface ChatRequest {
   stream: true;
   /** 请服务器在流的末尾多送一块 usage，否则流式回复不报 token 数。 */
   stream_options: { include_usage: true };
+  /** 请服务器最多生成这么多 token；省略时由服务器自己定，有的服务器根本不设上限。 */
+  max_tokens?: number;
   tools?: ChatTool[];
 }
 
@@ -90,9 +92,20 @@ export interface OpenAiCompatibleOptions {
   idleTimeoutMs?: number;
   /** SSE 一行、一个事件的字符上限；省略的项用 sse.ts 里的默认值。 */
   sseLimits?: Partial<SseLimits>;
+  /** 每次回答最多多少 token，作为 max_tokens 发给服务器；默认 8192。 */
+  maxTokens?: number;
+  /** 一次回复的响应体最多收多少字节；默认 maxTokens × 512。 */
+  maxResponseBytes?: number;
 }
 
 const DEFAULT_IDLE_TIMEOUT_MS = 120_000;
+/** 一次回答默认最多 8192 个 token：够写一个大文件，又不让一次失控的回答没完没了。 */
+const DEFAULT_MAX_TOKENS = 8_192;
+/**
+ * 响应体的字节上限跟着 max_tokens 走：一块 chunk 至少带一个 token，连同 JSON 与 SSE 的包装也就两三百字节，
+ * 每个 token 给 512 字节宽裕一倍。服务器不理 max_tokens 时，是这个上限让读取停下。
+ */
+const BYTES_PER_TOKEN = 512;
 
 // ── 出站：课程消息 → 请求体（纯函数） ───────────────────────────
 
@@ -160,7 +173,7 @@ function declaresTools(messages: readonly Message[]): boolean {
 }
 
 /** 一次调用的完整请求体。只读 context，不改它。 */
-export function toChatRequest(context: AgentContext, model: string): ChatRequest {
+export function toChatRequest(context: AgentContext, model: string, maxTokens?: number): ChatRequest {
   // #region lab 5.1
   const system = currentSystemPrompt(context.messages);
   // 空的 prompt 不值得占一条消息。
@@ -171,6 +184,7 @@ export function toChatRequest(context: AgentContext, model: string): ChatRequest
     stream: true,
     stream_options: { include_usage: true },
   };
+  if (maxTokens !== undefined) request.max_tokens = maxTokens;
   const tools = declaresTools(context.messages) ? currentTools(context.messages) : (context.tools ?? []);
   if (tools.length > 0) request.tools = tools.map(toChatTool);
   return request;
@@ -513,6 +527,23 @@ class IdleWatchdog {
   }
 }
 
+/**
+ * 把响应体原样转交，一共超过 maxBytes 字节就抛出 SseLimitError。
+ * 看门狗只管“隔多久来一块”：每 200 毫秒来一个字节的服务器永远不会惹它叫，只有总量的上限能让读取停下。
+ */
+async function* capped(body: AsyncIterable<Uint8Array>, maxBytes: number): AsyncGenerator<Uint8Array> {
+  // #region lab 5.5
+  let total = 0;
+  for await (const bytes of body) {
+    total += bytes.byteLength;
+    if (total > maxBytes) {
+      throw new SseLimitError(`回复一共超过了 ${maxBytes} 字节，模型像是停不下来了，不再读下去。`);
+    }
+    yield bytes;
+  }
+  // #endregion
+}
+
 /** 把响应体原样转交，每转交一块就告诉看门狗“还活着”。 */
 async function* watched(body: AsyncIterable<Uint8Array>, watchdog: IdleWatchdog): AsyncGenerator<Uint8Array> {
   for await (const bytes of body) {
@@ -530,6 +561,8 @@ export class OpenAiCompatibleModel implements Model {
   private readonly send: typeof fetch;
   private readonly idleTimeoutMs: number;
   private readonly sseLimits: Partial<SseLimits>;
+  private readonly maxTokens: number;
+  private readonly maxResponseBytes: number;
   /** # 私有字段：JSON.stringify 和 console.log 都看不到它。 */
   readonly #apiKey: string;
   /** key 可能被回显成的每一种样子，错误信息离开之前逐个涂掉。 */
@@ -541,6 +574,8 @@ export class OpenAiCompatibleModel implements Model {
     this.send = options.fetch ?? ((input, init) => fetch(input, init));
     this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     this.sseLimits = options.sseLimits ?? {};
+    this.maxTokens = options.maxTokens ?? DEFAULT_MAX_TOKENS;
+    this.maxResponseBytes = options.maxResponseBytes ?? this.maxTokens * BYTES_PER_TOKEN;
     this.#apiKey = options.apiKey;
     this.#secrets = secretsOf(options.apiKey, options.baseUrl);
   }
@@ -563,12 +598,13 @@ export class OpenAiCompatibleModel implements Model {
       // #region lab 5.3
       // 两个 signal 任一触发都中止 fetch：调用方取消，或者看门狗等不下去了。
       const stop = signal ? AbortSignal.any([signal, watchdog.signal]) : watchdog.signal;
-      const response = await this.post(toChatRequest(context, this.id), stop);
+      const response = await this.post(toChatRequest(context, this.id, this.maxTokens), stop);
       watchdog.kick();
       if (!response.ok) throw new Error(await httpFailure(response));
       if (response.body === null) throw new Error("响应没有正文，读不到事件流。");
       output.push({ type: "start", partial: snapshot(draft.message) });
-      for await (const data of readSseData(watched(response.body, watchdog), this.sseLimits)) {
+      const body = capped(watched(response.body, watchdog), this.maxResponseBytes);
+      for await (const data of readSseData(body, this.sseLimits)) {
         // 取消之后一个事件也不再送出，哪怕它已经在缓冲里了。
         signal?.throwIfAborted();
         if (data === "[DONE]") break;

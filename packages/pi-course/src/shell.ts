@@ -1,5 +1,5 @@
 /**
- * 在工作区里跑一条 shell 命令：有超时、可取消、输出有上限。
+ * 在工作区里跑一条 shell 命令：有超时、可取消、输出有上限，环境里没有凭据。
  * 命令会派生出自己的子进程，所以超时和取消终止的是整个进程组，而不只是那个 sh。
  * 结果在有限的时间里交出：sh 退出后管道只再等一小会儿，组里剩下的进程一律结束。
  */
@@ -23,6 +23,8 @@ export interface CommandOptions {
   killGraceMs?: number;
   /** sh 退出之后，等别的进程松开输出管道的最长时间；默认 200 毫秒。 */
   drainMs?: number;
+  /** 从哪份环境里挑出命令继承的变量；默认 process.env。挑的规则见 commandEnvironment()。 */
+  env?: NodeJS.ProcessEnv;
 }
 
 const DEFAULT_KILL_GRACE_MS = 1_000;
@@ -45,6 +47,25 @@ export interface CommandResult {
 }
 
 // #region lab 8.3 辅助
+// ── 环境：命令继承哪些变量 ──────────────────────────────────────
+
+/** 名字里带着这些词的变量多半装着凭据：模型的 key、各种 token、密码、私钥。 */
+const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL/i;
+/** 套件自己的变量一个也不给：PI_COURSE_BASE_URL 里也可能写着 user:password@。 */
+const KIT_PREFIX = "PI_COURSE_";
+
+function withheldFromCommand(name: string): boolean {
+  return name.toUpperCase().startsWith(KIT_PREFIX) || SECRET_NAME.test(name);
+}
+
+/**
+ * 命令继承父进程的环境，只去掉像凭据的变量。命令的输出会原样回到模型、写进会话文件，
+ * 一句 `env` 就能把 key 送进下一次请求；而 PATH、HOME、LANG 之类的变量命令离不开，照常交给它。
+ */
+export function commandEnvironment(parent: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(parent).filter(([name]) => !withheldFromCommand(name)));
+}
+
 // ── 有上限的输出收集 ────────────────────────────────────────────
 
 /** 边收边丢：内存里最多是上限再加一块，`yes` 这样的命令也撑不爆它。 */
@@ -127,8 +148,10 @@ export function runCommand(command: string, options: CommandOptions): Promise<Co
   const graceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
   return new Promise((resolve, reject) => {
     // detached：子进程自成一个进程组，组号就是它的 pid。
+    // cwd 只是起点：sh 可以 cd 出去、读绝对路径，边界要靠外层的沙箱。
     const child = spawn("/bin/sh", ["-c", command], {
       cwd: options.cwd,
+      env: commandEnvironment(options.env ?? process.env),
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
     });

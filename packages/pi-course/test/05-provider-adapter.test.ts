@@ -172,6 +172,11 @@ function assertStop(message: AssistantMessage, expected: StopReason): void {
   assert.equal(message.stopReason, expected, `应当以 ${expected} 结束，实际是 ${message.stopReason}：${why}`);
 }
 
+function textOfFirst(message: AssistantMessage): string {
+  const first = message.content[0];
+  return first?.type === "text" ? first.text : "";
+}
+
 /** 测试里要一个确定的“此刻还活着多少内存”：先把垃圾收干净再量。 */
 function garbageCollector(): () => void {
   setFlagsFromString("--expose-gc");
@@ -205,6 +210,7 @@ test("5.1 README 往返的第二次请求：system 合成开头唯一一条，�
     tools: [{ type: "function", function: { name: "read", description: readTool.description, parameters: readTool.parameters } }],
   };
   assert.deepEqual(toChatRequest(context, MODEL), expected);
+  assert.deepEqual(toChatRequest(context, MODEL, 4_096), { ...expected, max_tokens: 4_096 }, "给了 maxTokens 就写进 max_tokens");
   assert.deepEqual(context, before, "映射只读 context，不能改动它");
 
   // 下一轮：又来一条 system，改写 rules、加上 style。它在 transcript 里待在原处，请求里仍只有开头那一条。
@@ -228,7 +234,7 @@ test("5.1 README 往返的第二次请求：system 合成开头唯一一条，�
   assert.deepEqual(later.messages[2], rules, "transcript 里的 system 消息留在原处，不被改写");
 });
 
-test("5.1 不凭空添加：空 system 不发，没有工具就不带 tools，只有工具调用的 assistant 的 content 是 null", () => {
+test("5.1 不凭空添加：空 system 不发，没有工具就不带 tools，没给 maxTokens 就不带 max_tokens，只有工具调用的 assistant 的 content 是 null", () => {
   const empty: AgentMessage = { role: "system", content: "", timestamp: 900 };
   const onlyCall = assistantMessage([readReadme], "toolUse");
   const request = toChatRequest({ messages: [empty, question, onlyCall, readmeResult], tools: [] }, MODEL);
@@ -243,6 +249,7 @@ test("5.1 不凭空添加：空 system 不发，没有工具就不带 tools，�
     tool_calls: [{ id: "call_1", type: "function", function: { name: "read", arguments: '{"path":"README.md"}' } }],
   });
   assert.equal("tools" in request, false, "没有工具时请求体不该出现 tools 字段");
+  assert.equal("max_tokens" in request, false, "没给 maxTokens 时请求体不该出现 max_tokens 字段");
 });
 
 test("5.1 modelFromEnv：没设 PI_COURSE_BASE_URL 就返回 undefined；三项齐全得到真实模型；缺模型名时报错且不带出 key", () => {
@@ -392,14 +399,15 @@ test("5.3 README 往返对着真实 HTTP 服务器走完：请求带 Bearer key 
     assert.equal(request.headers.authorization, `Bearer ${KEY}`);
     assert.match(request.headers["content-type"] ?? "", /application\/json/);
     assert.equal(request.headers.accept, "text/event-stream", "请求头应当声明要的是事件流");
-    assert.deepEqual(JSON.parse(request.body), toChatRequest({ messages: [instructions, question], tools: [readTool] }, MODEL));
+    // 没设 maxTokens 的模型每次也带着默认的 max_tokens: 8192。
+    assert.deepEqual(JSON.parse(request.body), toChatRequest({ messages: [instructions, question], tools: [readTool] }, MODEL, 8_192));
 
     messages.push(one.message, readmeResult);
     const two = await call(model, context);
     assertStop(two.message, "stop");
     assert.deepEqual(two.message.content, [text("项目名是 tiny-pi。")]);
     assert.deepEqual(two.message.usage, { input: 52, output: 8, totalTokens: 60 });
-    assert.deepEqual(JSON.parse(seen[1]?.body ?? "null"), toChatRequest(context, MODEL));
+    assert.deepEqual(JSON.parse(seen[1]?.body ?? "null"), toChatRequest(context, MODEL, 8_192));
   });
 });
 
@@ -702,6 +710,33 @@ test("5.5 SSE 的一行超过上限就以 error 结束，不再往内存里堆�
     assert.match(message.errorMessage ?? "", /一行超过了 1024 个字符/);
     assert.deepEqual(labels(events), ["start", "text_delta#0", "error"]);
     assert.deepEqual(message.content, [text("我先读")]);
+  });
+});
+
+test("5.5 停不下来的模型：请求带上 max_tokens，回复一共超过字节上限就以 error 结束，已收到的文字保留", { timeout: 5_000 }, async () => {
+  // 先送一大段，再每隔 10 毫秒送一小块：每块都赶在看门狗叫之前到，只有总量的上限能让读取停下。
+  // 测试里的“永远”是 150 块（1.5 秒）：没有上限的客户端会读到最后，因缺 finish_reason 而红，而不是挂住整个文件。
+  const endless: Reply = async (res) => {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    await new Promise<void>((resolve) => res.write(sseBody(textChunk("我先读"), textChunk("x".repeat(12_000))), () => resolve()));
+    let left = 150;
+    const drip = setInterval(() => {
+      left -= 1;
+      if (left > 0) res.write(sseBody(textChunk("y".repeat(1_000))));
+      else res.end();
+    }, 10);
+    res.once("close", () => clearInterval(drip));
+  };
+  await withServer([endless], async (baseUrl, seen) => {
+    // 32 个 token 的回答，字节上限跟着它：32 × 512 = 16384 字节。
+    const capped = new OpenAiCompatibleModel({ baseUrl, apiKey: KEY, model: MODEL, maxTokens: 32, idleTimeoutMs: 1_000 });
+    const { events, message } = await call(capped, { messages: [question] });
+    assertStop(message, "error");
+    assert.match(message.errorMessage ?? "", /一共超过了 16384 字节/);
+    assert.equal(events[0]?.type, "start");
+    assert.equal(events.at(-1)?.type, "error");
+    assert.ok(textOfFirst(message).startsWith(`我先读${"x".repeat(12_000)}`), "上限之前收到的文字应当留在消息里");
+    assert.equal((JSON.parse(seen[0]?.body ?? "{}") as ChatRequest).max_tokens, 32, "请求体里应当带着 max_tokens");
   });
 });
 

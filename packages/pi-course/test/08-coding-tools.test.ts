@@ -551,6 +551,41 @@ test("8.3 bash 在工作区根目录里运行并报告退出码，非零退出�
   });
 });
 
+test("8.3 bash 不继承凭据：名字含 KEY、TOKEN、SECRET、PASSWORD 的变量与 PI_COURSE_ 开头的变量都不给命令；它在工作区里启动，却不被关在里面", { timeout: 3_000 }, async () => {
+  const planted: Record<string, string> = {
+    PI_COURSE_API_KEY: "sk-course-planted-1",
+    PI_COURSE_BASE_URL: "http://user:pw-planted-2@127.0.0.1:9/v1",
+    OPENAI_API_KEY: "sk-openai-planted-3",
+    GITHUB_TOKEN: "ghp-planted-4",
+    AWS_SECRET_ACCESS_KEY: "aws-planted-5",
+    PGPASSWORD: "pg-planted-6",
+    COURSE_PROBE_COLOR: "blue",
+  };
+  const saved = Object.keys(planted).map((name) => [name, process.env[name]] as const);
+  Object.assign(process.env, planted);
+  try {
+    await withSandbox(async ({ workspace, outside }) => {
+      const bash = bashTool(workspace, bashLimits({ bashMaxOutputBytes: 64 * 1024 }));
+      const env = okText(await call(bash, { command: "env" }));
+      for (const [name, value] of Object.entries(planted)) {
+        if (name === "COURSE_PROBE_COLOR") continue;
+        assert.ok(!env.includes(value) && !env.includes(`${name}=`), `${name} 进了命令的环境：模型会在输出里读到它`);
+      }
+      assert.match(env, /^COURSE_PROBE_COLOR=blue$/m, "与凭据无关的变量照常继承");
+      assert.match(env, /^PATH=/m, "PATH 照常继承，命令才找得到程序");
+
+      // 起点是工作区，边界却不在：sh 读得到外面的文件。
+      await writeFile(path.join(outside, "elsewhere.txt"), "工作区外面\n");
+      assert.match(okText(await call(bash, { command: `cat ${JSON.stringify(path.join(outside, "elsewhere.txt"))}` })), /工作区外面/);
+    });
+  } finally {
+    for (const [name, value] of saved) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  }
+});
+
 test("8.3 输出超过上限时只留结尾的完整字符，并写明一共多少字节", { timeout: 3_000 }, async () => {
   await withSandbox(async ({ root }) => {
     const command = 'i=1; while [ $i -le 500 ]; do echo "第 $i 行"; i=$((i+1)); done';

@@ -8,6 +8,21 @@ import { isInside } from "../paths.js";
 /** 本地预览服务器：只听 127.0.0.1，静态地送出书的目录，并用 Server-Sent Events 通知页面刷新。 */
 export const EVENTS_PATH = "/__book/events";
 
+/** 浏览器发往本机时 Host 头里可能写的名字（比较时不分大小写）。 */
+const LOOPBACK_NAMES = new Set(["127.0.0.1", "localhost", "[::1]"]);
+
+/**
+ * 只听 127.0.0.1 还不够：DNS 重绑定让 evil.example 先解析到攻击者的服务器、再解析到 127.0.0.1，
+ * 浏览器便以为在和同一个站点说话，页面里的脚本就读得到预览里的进度。那时 Host 头仍是 evil.example，
+ * 所以只回应 Host 是本机名字、端口是这台服务器的请求。
+ */
+export function isLoopbackHost(host: string | undefined, port: number): boolean {
+  const match = /^(\[::1\]|[^:]+)(?::(\d+))?$/.exec(host ?? "");
+  if (match === null || !LOOPBACK_NAMES.has(match[1]!.toLowerCase())) return false;
+  // 浏览器只在默认端口 80 上省略端口。
+  return match[2] === undefined ? port === 80 : Number(match[2]) === port;
+}
+
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
   ".css": "text/css; charset=utf-8",
@@ -27,6 +42,13 @@ export interface BookServer {
 export function serveBook(root: string, port: number, host = "127.0.0.1"): Promise<BookServer> {
   const listeners = new Set<ServerResponse>();
   const server = createServer((request, response) => {
+    const address = server.address();
+    const actual = typeof address === "object" && address ? address.port : port;
+    if (!isLoopbackHost(request.headers.host, actual)) {
+      response.writeHead(403, { "content-type": "text/plain; charset=utf-8" });
+      response.end("预览只回应发往本机的请求：请用 127.0.0.1、localhost 或 [::1] 加端口打开，不要经别的域名。");
+      return;
+    }
     const url = new URL(request.url ?? "/", "http://localhost");
     if (url.pathname === EVENTS_PATH) {
       response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" });

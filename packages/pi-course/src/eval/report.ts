@@ -38,6 +38,14 @@ export function evalSummary(reports: readonly EvalReport[]): EvalSummary {
 
 const HEADER = ["任务", "结果", "检查", "步数", "工具错误", "token", "用时"];
 
+/** 表里的结论：跑完了却一项检查也没有的任务是“未检查”，和“失败”分开，但同样不算通过。 */
+function verdictOf(report: EvalReport): string {
+  // #region lab 14.3
+  if (report.ok) return "通过";
+  return report.error === undefined && report.checks.length === 0 ? "未检查" : "失败";
+  // #endregion
+}
+
 /**
  * 给人的表：每个任务一行（结果、通过的检查数、步数、工具错误、token 估算、用时），
  * 一行总计；表下逐条列出没通过的检查与没跑完的任务，带着原因。
@@ -46,7 +54,7 @@ export function formatEvalTable(reports: readonly EvalReport[]): string {
   // #region lab 14.3
   const rows = reports.map((report) => [
     report.id,
-    report.ok ? "通过" : "失败",
+    verdictOf(report),
     `${report.checks.filter((check) => check.ok).length}/${report.checks.length}`,
     String(report.steps),
     String(report.toolErrors),
@@ -59,6 +67,7 @@ export function formatEvalTable(reports: readonly EvalReport[]): string {
   const { passed, total } = evalSummary(reports);
   const problems = reports.flatMap((report) => [
     ...(report.error === undefined ? [] : [`✗ ${report.id}：没有跑完：${report.error}`]),
+    ...(verdictOf(report) === "未检查" ? [`✗ ${report.id}：没有检查：一项检查也没有跑，无从判断对错`] : []),
     ...report.checks.filter((check) => !check.ok).map((check) => `✗ ${report.id} · ${check.name}：${check.reason}`),
   ]);
   return [line(HEADER), ...rows.map(line), "", `通过 ${passed}/${total} 个任务`, ...(problems.length > 0 ? ["", ...problems] : [])].join("\n");

@@ -145,6 +145,8 @@ async function runInside(task: EvalTask, root: string, options: RunEvalOptions):
       model,
       agentDir: path.join(root, "agent"),
       session: "new",
+      // 上下文文件只找到工作区为止：临时目录上面（也许是某个项目）的 AGENTS.md 不该混进任务的请求。
+      contextStopAt: workspace,
       ...(task.compaction === undefined ? {} : { compaction: task.compaction }),
     });
     sessionFile = runtime.sessionFile;
@@ -167,7 +169,8 @@ async function runInside(task: EvalTask, root: string, options: RunEvalOptions):
   return {
     id: task.id,
     title: task.title,
-    ok: error === undefined && checks.every((check) => check.ok),
+    // 一项检查也没跑（--live 时任务只有 run 检查）就无从判断：0/0 不是全部通过。
+    ok: error === undefined && checks.length > 0 && checks.every((check) => check.ok),
     checks,
     steps,
     toolErrors,
