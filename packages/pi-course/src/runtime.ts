@@ -53,6 +53,8 @@ export interface RuntimeOptions {
   onWarning?: (message: string) => void;
   /** 会话文件用哪种存储打开；默认第 10 章的 JsonlSessionStore。测试换上一个会写满或卡住的存储。 */
   openStore?: (file: string) => SessionStore;
+  /** 向上找 AGENTS.md 时走到这一层为止（第 12 章的 stopAt）；省略时走到文件系统根。eval 用它隔开机器上的文件。 */
+  contextStopAt?: string;
 }
 
 export interface Runtime {
@@ -298,7 +300,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     await prepareSessionFolder(folder);
     const sessionFile = await chooseSessionFile(cwd, folder, options.session ?? "new", now);
     const workspace = await Workspace.open(cwd);
-    const resources = await loadResources({ cwd });
+    const resources = await loadResources({ cwd, stopAt: options.contextStopAt });
     for (const diagnostic of resources.diagnostics) warn(`资源 ${diagnostic.path}：${diagnostic.message}`);
     const tree = await openSessionTree(sessionFile, options.openStore ?? ((file) => new JsonlSessionStore(file)), now);
     disposer.add("会话文件", () => tree.flush());

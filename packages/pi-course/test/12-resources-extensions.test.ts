@@ -5,6 +5,8 @@ import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
 
+import { Agent } from "../src/agent.js";
+import type { AfterToolCall, BeforeToolCall } from "../src/agent-loop.js";
 import { AgentSession } from "../src/agent-session.js";
 import { readTool } from "../src/coding-tools.js";
 import { loadExtensions } from "../src/extension-loader.js";
@@ -511,6 +513,80 @@ test("12.4 同名或形状不对的工具登记只是一条带文件名的诊断
   // 再换一次工具集（之后登记的工具会触发它）：同一项不再重复报告。
   await session.flush();
   assert.equal(errors.length, 4);
+});
+
+/** 一个等几轮事件循环才完成的 echo：用来看同批的其余调用是不是被等完了。 */
+function slowEcho(log: string[]): AgentTool<{ say: string }> {
+  return defineTool({
+    name: "slow",
+    description: "等几轮事件循环再原样交回 say",
+    parameters: s.object({ say: s.string("要说的话") }),
+    async execute({ say }) {
+      for (let i = 0; i < 5; i += 1) await new Promise((resolve) => setImmediate(resolve));
+      log.push(`slow:${say}`);
+      return { content: [text(`slow:${say}`)] };
+    },
+  });
+}
+
+test("12.4 抛出的 beforeToolCall 算拦下：那个调用配一条英文的 isError 结果并报告，同批的其余调用跑完、各有结果，运行等它们收尾", { timeout: 2_000 }, async () => {
+  const log: string[] = [];
+  const hookErrors: string[] = [];
+  const model = new ScriptedModel([reply(call("c1", "echo", { say: "boom" }), call("c2", "slow", { say: "hi" })), reply(text("好"))], { now: () => 2_000 });
+  const beforeToolCall: BeforeToolCall = async ({ toolCall }) => {
+    if (toolCall.id === "c1") throw new Error("守卫自己坏了");
+    return undefined;
+  };
+  const agent = new Agent({
+    model,
+    tools: [echoTool(log), slowEcho(log)],
+    beforeToolCall,
+    onHookError: (error, hook, toolCall) => hookErrors.push(`${hook}:${toolCall.id}:${(error as Error).message}`),
+  });
+  agent.subscribe((event) => {
+    if (event.type === "agent_end") log.push("agent_end");
+  });
+  await agent.prompt("动手");
+  assert.equal(agent.state.error, undefined, "抛出的钩子不该让这次运行失败");
+  assert.deepEqual(log, ["slow:hi", "agent_end"], "运行在工具还在跑时就结束了，或者被拦下的工具执行了");
+  assert.equal(agent.state.stopReason, "stop");
+  const results = (model.requests[1]?.messages ?? []).filter((message) => message.role === "toolResult");
+  assert.deepEqual(results.map((message) => [message.toolCallId, message.isError]), [["c1", true], ["c2", false]]);
+  assert.equal(resultText(results[0]), "Tool call blocked: the beforeToolCall hook failed (守卫自己坏了), so the tool was not run.");
+  assert.deepEqual(hookErrors, ["beforeToolCall:c1:守卫自己坏了"]);
+});
+
+test("12.4 抛出的 afterToolCall 保留原来的结果并报告；钩子卡住时 abort()：每个调用仍有一条结果，运行以 aborted 结束", { timeout: 2_000 }, async () => {
+  const hookErrors: string[] = [];
+  const throwing = new ScriptedModel([reply(call("c1", "echo", { say: "hi" })), reply(text("好"))], { now: () => 2_000 });
+  const afterToolCall: AfterToolCall = async () => {
+    throw new Error("改写器坏了");
+  };
+  const agent = new Agent({ model: throwing, tools: [echoTool([])], afterToolCall, onHookError: (error, hook) => hookErrors.push(`${hook}:${(error as Error).message}`) });
+  await agent.prompt("说 hi");
+  assert.equal(agent.state.error, undefined, "抛出的钩子不该让这次运行失败");
+  assert.equal(resultText(throwing.requests[1]?.messages.at(-1)), "echo:hi", "afterToolCall 抛出时应当保留原来的结果");
+  assert.deepEqual(hookErrors, ["afterToolCall:改写器坏了"]);
+
+  for (const hook of ["beforeToolCall", "afterToolCall"] as const) {
+    const model = new ScriptedModel([reply(call("c1", "echo", { say: "hi" })), reply(text("不会被问到"))], { now: () => 2_000 });
+    let entered: () => void = () => {};
+    const inHook = new Promise<void>((resolve) => (entered = resolve));
+    const stuck = () => {
+      entered();
+      return new Promise<never>(() => {});
+    };
+    const stuckAgent = new Agent({ model, tools: [echoTool([])], ...(hook === "beforeToolCall" ? { beforeToolCall: stuck } : { afterToolCall: stuck }) });
+    const running = stuckAgent.prompt("说 hi");
+    await inHook;
+    stuckAgent.abort();
+    await running;
+    assert.equal(stuckAgent.state.stopReason, "aborted", `${hook} 卡住时 abort() 应当以 aborted 结束`);
+    const result = stuckAgent.state.messages.at(-1);
+    const expected = hook === "beforeToolCall" ? "Tool call not run: the run was aborted before the beforeToolCall hook decided." : "echo:hi";
+    assert.equal(resultText(result), expected);
+    assert.equal(model.requests.length, 1);
+  }
 });
 
 test("12.4 生命周期事件按发生顺序送达：session_start 在前，每个 turn 有开始和结束，agent_end 收尾", { timeout: 2_000 }, async () => {
