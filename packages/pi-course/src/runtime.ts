@@ -6,6 +6,7 @@
  *   工具      第 08 章的四个编码工具，全部限定在 cwd 这个工作区里
  *   资源      第 12 章：AGENTS.md、技能、提示模板；坏掉的文件只是一条警告
  *   扩展      第 12 章：<cwd>/.pi/extensions 里的模块；加载失败、处理器出错都只是一条警告
+ *   闸门      第 12 章的批准闸门排在扩展的最前面；允许规则与“以后都可以”都在 agent 目录里，从不在工作区里
  *   会话      第 09–12 章的 AgentSession：Agent、会话树、用户命令、压缩、资源与扩展
  *
  * 别处的代码不 new 这些零件：它们只调用 createRuntime。零件怎么接、按什么顺序关，只在这一个文件里。
@@ -13,15 +14,16 @@
  */
 
 import { randomUUID } from "node:crypto";
-import { access, constants, mkdir, readdir, stat } from "node:fs/promises";
+import { access, constants, mkdir, readdir, readFile, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 
 import { AgentSession } from "./agent-session.js";
+import { approvalGate, parseAllowRule, PermissionStore, type ApprovalGateOptions } from "./approval-gate.js";
 import { codingTools } from "./coding-tools.js";
 import type { CompactionSettings } from "./compaction.js";
 import { loadExtensions } from "./extension-loader.js";
-import { ExtensionRunner, type ExtensionActions, type ExtensionError } from "./extensions.js";
+import { extensionFromFactory, ExtensionRunner, type Extension, type ExtensionActions, type ExtensionError } from "./extensions.js";
 import { OfflineModel } from "./offline-model.js";
 import { modelFromEnv } from "./openai-compatible.js";
 import { loadResources, type Resources } from "./resources.js";
@@ -48,6 +50,22 @@ export interface RuntimeOptions {
   compaction?: CompactionSettings;
   /** 给人看的警告（扩展加载失败或处理器出错、坏掉的资源文件）；默认写到 stderr。 */
   onWarning?: (message: string) => void;
+  /**
+   * 装上第 12 章的批准闸门。省略就不装：createRuntime 是一个库，嵌入它的程序（例如在临时工作区里跑的评测）
+   * 自己决定；tiny-pi 命令总是给它。
+   */
+  approval?: ApprovalSettings;
+}
+
+export interface ApprovalSettings {
+  /** 问人（交互模式）；省略时要批准的调用一律不执行（打印、JSON 模式）。 */
+  ask?: ApprovalGateOptions["ask"];
+  /** 命令行给的允许规则（--allow）；agent 目录里 settings.json 的 allow 也算。 */
+  allow?: readonly string[];
+  /** --yolo：不装闸门，每个工具调用都直接运行。 */
+  off?: boolean;
+  /** 闸门给人看的话（/permissions 的输出、不能问时怎样放行）；默认同 onWarning。 */
+  notify?: (message: string) => void;
 }
 
 export interface Runtime {
@@ -57,11 +75,13 @@ export interface Runtime {
   readonly resources: Resources;
   readonly extensions: ExtensionRunner;
   readonly sessionFile: string;
+  /** 批准闸门开着没有（没给 approval、或者 --yolo 时是关的）：横幅据此说清楚。 */
+  readonly approvalGate: boolean;
   /** 按创建的逆序关闭每个部件，恰好一次；再调用拿到的是同一个结果。 */
   dispose(): Promise<void>;
 }
 
-export type RuntimeErrorCode = "CWD_NOT_DIRECTORY" | "SESSION_DIR_NOT_WRITABLE";
+export type RuntimeErrorCode = "CWD_NOT_DIRECTORY" | "SESSION_DIR_NOT_WRITABLE" | "SETTINGS_INVALID";
 
 /** 人能照着改的错误：code 稳定，消息说出哪里不对、怎样修。 */
 export class RuntimeError extends Error {
@@ -109,6 +129,11 @@ export function sessionFileName(timestamp: number, id: string): string {
 /** 扩展的一次出错 → 一句警告：哪个文件、哪个事件、说了什么，以及 Agent 照常继续。 */
 export function extensionWarning(error: ExtensionError): string {
   return `扩展 ${error.extensionPath} 在 ${error.event} 里出错（已跳过，Agent 继续）：${error.error}`;
+}
+
+/** 一个项目记住的“以后都可以”放在哪里：agent 目录里，文件名与会话文件夹同一种编码。 */
+export function permissionsFile(agentDir: string, cwd: string): string {
+  return path.join(agentDir, "permissions", `${sessionFolderName(cwd)}.json`);
 }
 
 export function defaultAgentDir(env: Record<string, string | undefined>): string {
@@ -215,6 +240,33 @@ async function checkedCwd(cwd: string): Promise<string> {
   return absolute;
 }
 
+// ── 批准闸门 ────────────────────────────────────────────────────
+
+/** agent 目录里 settings.json 的 allow：每条都按闸门的规则检查，写错了是一句说出文件的错误。没有这个文件就是没有规则。 */
+export async function settingsAllow(agentDir: string): Promise<string[]> {
+  const file = path.join(agentDir, "settings.json");
+  const body = await readFile(file, "utf8").catch((error: NodeJS.ErrnoException) => {
+    if (error.code === "ENOENT") return undefined;
+    throw error;
+  });
+  if (body === undefined) return [];
+  try {
+    const allow = (JSON.parse(body) as { allow?: unknown }).allow ?? [];
+    if (!Array.isArray(allow)) throw new Error("allow 应当是一组字符串");
+    return allow.map((rule) => parseAllowRule(String(rule)));
+  } catch (error) {
+    throw new RuntimeError("SETTINGS_INVALID", `设置文件 ${file} 有误：${(error as Error).message}`);
+  }
+}
+
+/** 第 12 章的闸门接上这次运行：允许规则来自命令行与 settings.json，“以后都可以”存在 agent 目录里。--yolo 时没有闸门。 */
+async function approvalExtension(settings: ApprovalSettings, agentDir: string, cwd: string, warn: (message: string) => void): Promise<Extension | undefined> {
+  if (settings.off === true) return undefined;
+  const allow = [...(settings.allow ?? []), ...(await settingsAllow(agentDir))];
+  const store = await PermissionStore.open(permissionsFile(agentDir, cwd));
+  return extensionFromFactory("approval-gate", approvalGate({ cwd, allow, store, ask: settings.ask, notify: settings.notify ?? warn }));
+}
+
 // ── 组合根 ──────────────────────────────────────────────────────
 
 /**
@@ -227,7 +279,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const now = options.now ?? Date.now;
   const cwd = await checkedCwd(options.cwd);
   const model = resolveModel({ ...options, env });
-  const folder = path.join(options.agentDir ?? defaultAgentDir(env), "sessions", sessionFolderName(cwd));
+  const agentDir = options.agentDir ?? defaultAgentDir(env);
+  const folder = path.join(agentDir, "sessions", sessionFolderName(cwd));
   const warn = options.onWarning ?? ((message: string) => void process.stderr.write(`${message}\n`));
   const disposer = new Disposer();
   try {
@@ -241,7 +294,10 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     disposer.add("会话文件", () => tree.flush());
     const loaded = await loadExtensions(path.join(cwd, ".pi", "extensions"));
     for (const error of loaded.errors) warn(extensionWarning(error));
-    const extensions = new ExtensionRunner(loaded.extensions, { cwd, onError: (error) => warn(extensionWarning(error)) });
+    // 闸门排在最前面：第一个说 block 的处理器拦下调用，人说了“不”，后面的扩展就看不到这次调用。
+    const gate = options.approval === undefined ? undefined : await approvalExtension(options.approval, agentDir, cwd, warn);
+    const all = gate === undefined ? loaded.extensions : [gate, ...loaded.extensions];
+    const extensions = new ExtensionRunner(all, { cwd, onError: (error) => warn(extensionWarning(error)) });
     disposer.add("扩展", () => extensions.bindActions(CLOSED_ACTIONS));
     const session = new AgentSession({
       tree,
@@ -262,7 +318,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     });
     // 新会话的第一条（system）现在就落盘：写不进去的会话文件在这里报错，而不是在第一次回答之后。
     await session.flush();
-    return { cwd, model, session, resources, extensions, sessionFile, dispose: () => disposer.dispose() };
+    return { cwd, model, session, resources, extensions, sessionFile, approvalGate: gate !== undefined, dispose: () => disposer.dispose() };
     // #endregion
   } catch (error) {
     await disposer.dispose().catch(() => {});

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { EventEmitter } from "node:events";
-import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { PassThrough, Writable } from "node:stream";
@@ -10,6 +12,7 @@ import { parseCliArgs, UsageError } from "../src/cli/args.js";
 import { InteractiveMode, renderTree } from "../src/cli/interactive-mode.js";
 import { main, type CliIo } from "../src/cli/main.js";
 import { Output } from "../src/cli/output.js";
+import { approvalUnavailable, userDeclined, type ApprovalAnswer } from "../src/approval-gate.js";
 import { AssistantMessageEventStream } from "../src/event-stream.js";
 import { decideOffline, OFFLINE_HELP, OfflineModel, projectNameOf, requestedFile } from "../src/offline-model.js";
 import { OpenAiCompatibleModel } from "../src/openai-compatible.js";
@@ -17,6 +20,7 @@ import {
   createRuntime,
   Disposer,
   DisposeError,
+  permissionsFile,
   resolveModel,
   RuntimeError,
   sessionFileName,
@@ -305,10 +309,10 @@ test("13.2 会话目录不能写：抛出的 RuntimeError 说出目录，也说�
 // ── 实践 13.3 ───────────────────────────────────────────────────
 
 test("13.3 参数：-p 是打印模式，--mode json 是 JSON 模式，什么都不给是交互模式", () => {
-  assert.deepEqual(parseCliArgs(["-p", README_TASK]), { mode: "print", messages: [README_TASK], session: "new", help: false });
+  assert.deepEqual(parseCliArgs(["-p", README_TASK]), { mode: "print", messages: [README_TASK], session: "new", allow: [], yolo: false, help: false });
   assert.equal(parseCliArgs(["--mode", "json", "任务"]).mode, "json");
   assert.equal(parseCliArgs(["--mode", "text", "任务"]).mode, "print");
-  assert.deepEqual(parseCliArgs([]), { mode: "interactive", messages: [], session: "new", help: false });
+  assert.deepEqual(parseCliArgs([]), { mode: "interactive", messages: [], session: "new", allow: [], yolo: false, help: false });
   assert.equal(parseCliArgs(["-c"]).session, "continue");
   assert.equal(parseCliArgs(["--session", "a.jsonl"]).session, "a.jsonl");
 });
@@ -481,3 +485,181 @@ test("13.5 /resume 列出这个项目的会话，给编号就换过去，旧的�
   stdin.end();
   assert.equal(await finished, 0);
 });
+
+// ── 批准闸门接上 tiny-pi ────────────────────────────────────────
+
+async function exists(file: string): Promise<boolean> {
+  return stat(file).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** 一轮回答：模型要运行一条 bash 命令。 */
+function bashTurn(id: string, command: string): ScriptedTurn {
+  return { kind: "reply", content: [{ type: "toolCall", id, name: "bash", arguments: { command } }], stopReason: "toolUse" };
+}
+
+function doneTurn(words = "好了"): ScriptedTurn {
+  return { kind: "reply", content: [text(words)], stopReason: "stop" };
+}
+
+/**
+ * 回环上的一个 OpenAI 兼容服务器：第一次请求回一个 bash 调用，之后回一句话。
+ * 交回它的地址和收到的每个请求体，测试据此看模型收到了什么工具结果。
+ */
+async function loopbackModel(t: TestContext, command: string) {
+  const bodies: string[] = [];
+  const sse = (chunk: unknown) => `data: ${JSON.stringify(chunk)}\n\n`;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      bodies.push(Buffer.concat(chunks).toString("utf8"));
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const call = { index: 0, id: "call_1", type: "function", function: { name: "bash", arguments: JSON.stringify({ command }) } };
+      const body =
+        bodies.length === 1
+          ? sse({ choices: [{ index: 0, delta: { tool_calls: [call] }, finish_reason: null }] }) + sse({ choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] })
+          : sse({ choices: [{ index: 0, delta: { content: "好的，我不动它。" }, finish_reason: null }] }) + sse({ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] });
+      res.end(`${body}data: [DONE]\n\n`);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.after(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  const { port } = server.address() as AddressInfo;
+  return { env: { PI_COURSE_BASE_URL: `http://127.0.0.1:${port}/v1`, PI_COURSE_MODEL: "loopback" }, bodies };
+}
+
+test("13.2 给了 approval 才装上闸门：“以后都可以”存进 agent 目录（工作区里什么都不多），重开运行时还记得；settings.json 的 allow 不问就放行，写错了说出文件", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const asked: string[] = [];
+  const ask = async (request: { rule: string }): Promise<ApprovalAnswer> => {
+    asked.push(request.rule);
+    return "always";
+  };
+  const model = new ScriptedModel([bashTurn("c1", "touch a.txt"), doneTurn(), bashTurn("c2", "touch a.txt"), doneTurn()]);
+  const first = await createRuntime({ cwd, agentDir, env: {}, model, approval: { ask } });
+  assert.equal(first.approvalGate, true);
+  await first.session.prompt("建一个文件");
+  await first.dispose();
+  assert.deepEqual(asked, ["bash:touch a.txt"]);
+  assert.deepEqual((await readdir(cwd)).sort(), ["README.md", "a.txt"]);
+  assert.deepEqual(JSON.parse(await readFile(permissionsFile(agentDir, cwd), "utf8")), { allow: ["bash:touch a.txt"] });
+  // 重开之后不能问（像打印模式），记下的规则照样放行。
+  const again = await createRuntime({ cwd, agentDir, env: {}, model, approval: {} });
+  await again.session.prompt("再建一次");
+  await again.dispose();
+  const rerun = again.session.messages.filter((message) => message.role === "toolResult").at(-1);
+  assert.equal(rerun?.role === "toolResult" ? rerun.isError : undefined, false);
+
+  await writeFile(path.join(agentDir, "settings.json"), JSON.stringify({ allow: ["bash:touch b.txt"] }));
+  const settings = await createRuntime({ cwd, agentDir, env: {}, model: new ScriptedModel([bashTurn("c3", "touch b.txt"), doneTurn()]), approval: {} });
+  await settings.session.prompt("再建一个");
+  await settings.dispose();
+  assert.ok(await exists(path.join(cwd, "b.txt")), "settings.json 里放行的命令应当运行");
+  const off = await createRuntime({ cwd, agentDir, env: {}, model, approval: { off: true } });
+  assert.equal(off.approvalGate, false);
+  await off.dispose();
+  await writeFile(path.join(agentDir, "settings.json"), JSON.stringify({ allow: ["sudo"] }));
+  await assert.rejects(createRuntime({ cwd, agentDir, env: {}, approval: {} }), (error: unknown) => {
+    assert.ok(error instanceof RuntimeError);
+    assert.equal(error.code, "SETTINGS_INVALID");
+    assert.match(error.message, /settings\.json/);
+    return true;
+  });
+});
+
+test("13.3 打印模式默认不运行 bash（回环上的模型要 rm -rf victim）：victim 还在，模型收到没有批准的结果，stderr 说怎样放行；--allow bash 才运行", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  await mkdir(path.join(cwd, "victim"));
+  await writeFile(path.join(cwd, "victim", "keep.txt"), "别删我\n");
+  const server = await loopbackModel(t, "rm -rf victim");
+  const refused = io(cwd, agentDir, { env: { PI_COURSE_AGENT_DIR: agentDir, ...server.env } });
+  assert.equal(await main(["-p", "清理一下"], refused.io), 0);
+  assert.ok(await exists(path.join(cwd, "victim", "keep.txt")), "没有 --allow 时 rm -rf victim 不该执行");
+  const toolMessage = (JSON.parse(server.bodies[1]!) as { messages: { role: string; content: string }[] }).messages.find((message) => message.role === "tool");
+  assert.equal(toolMessage?.content, approvalUnavailable("bash"));
+  assert.match(refused.stderr.text(), /没有运行 bash：rm -rf victim.*--allow bash/);
+  assert.equal(refused.stdout.text(), "好的，我不动它。\n");
+
+  const allowed = io(cwd, agentDir, { env: { PI_COURSE_AGENT_DIR: agentDir, ...(await loopbackModel(t, "rm -rf victim")).env } });
+  assert.equal(await main(["-p", "--allow", "bash:rm -rf", "清理一下"], allowed.io), 0);
+  assert.ok(!(await exists(path.join(cwd, "victim"))), "--allow 放行之后命令应当运行");
+});
+
+test("13.3 --allow 写错是用法错误；--yolo 关掉闸门，stderr 说它关着", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  assert.deepEqual(parseCliArgs(["-p", "--allow", "bash", "--allow", "write:src/a.ts", "任务"]).allow, ["bash", "write:src/a.ts"]);
+  const wrong = io(cwd, agentDir);
+  assert.equal(await main(["-p", "--allow", "sudo", "任务"], wrong.io), 2);
+  assert.match(wrong.stderr.text(), /--allow：允许规则 "sudo" 看不懂/);
+  const yolo = io(cwd, agentDir, { model: new ScriptedModel([bashTurn("c1", "touch yolo.txt"), doneTurn()]) });
+  assert.equal(await main(["-p", "--yolo", "动手"], yolo.io), 0);
+  assert.ok(await exists(path.join(cwd, "yolo.txt")));
+  assert.match(yolo.stderr.text(), /批准闸门关着（--yolo）/);
+});
+
+test("13.5 交互模式先问再做：n 拦下、y 运行、a 记下，重启后同一条命令不再问；横幅说闸门开着，/permissions 列出并清掉", { timeout: 5_000 }, async (t) => {
+  const { root, cwd, agentDir } = await project(t);
+  await mkdir(path.join(root, "outside"));
+  const stdin = new PassThrough();
+  const model = new ScriptedModel([
+    bashTurn("c1", "rm -rf ../outside && echo gone"),
+    doneTurn("没删"),
+    bashTurn("c2", "touch once.txt"),
+    doneTurn("建好了"),
+    bashTurn("c3", "touch always.txt"),
+    doneTurn("也建好了"),
+  ]);
+  const run = io(cwd, agentDir, { stdin, model });
+  const finished = main([], run.io);
+  await waitFor(run.stdout.text, "批准闸门开着");
+  stdin.write("删掉外面那个目录\n");
+  await waitFor(run.stdout.text, "[n] 不可以");
+  assert.match(run.stdout.text(), /需要你的批准：bash：rm -rf \.\.\/outside && echo gone\n⚠ 这条命令提到了工作区之外的路径（\.\.\/outside）/);
+  stdin.write("n\n");
+  await waitFor(run.stdout.text, "没删");
+  assert.ok(await exists(path.join(root, "outside")), "说了 n 的命令不该执行");
+  const declined = model.requests[1]!.messages.at(-1);
+  assert.equal(declined?.role === "toolResult" ? textOfResult(declined.content) : "", userDeclined("bash"));
+  stdin.write("建一个文件\n");
+  await waitFor(run.stdout.text, "（bash:touch once.txt）");
+  stdin.write("y\n");
+  await waitFor(run.stdout.text, "建好了");
+  stdin.write("再建一个\n");
+  await waitFor(run.stdout.text, "（bash:touch always.txt）");
+  stdin.write("a\n");
+  await waitFor(run.stdout.text, "也建好了");
+  assert.ok(await exists(path.join(cwd, "once.txt")));
+  assert.ok(await exists(path.join(cwd, "always.txt")));
+  stdin.write("/permissions\n");
+  await waitFor(run.stdout.text, "  bash:touch always.txt");
+  stdin.write("/exit\n");
+  assert.equal(await finished, 0);
+
+  // 重启：记下的那条不再问，只批准过一次的要再问。
+  const stdin2 = new PassThrough();
+  const model2 = new ScriptedModel([bashTurn("c4", "touch always.txt"), doneTurn("第三次"), bashTurn("c5", "touch once.txt"), doneTurn("第四次")]);
+  const again = io(cwd, agentDir, { stdin: stdin2, model: model2 });
+  const finished2 = main([], again.io);
+  stdin2.write("再来\n");
+  await waitFor(again.stdout.text, "第三次");
+  assert.doesNotMatch(again.stdout.text(), /需要你的批准/);
+  stdin2.write("还来\n");
+  await waitFor(again.stdout.text, "（bash:touch once.txt）");
+  stdin2.write("n\n");
+  await waitFor(again.stdout.text, "第四次");
+  stdin2.write("/permissions clear\n");
+  await waitFor(again.stdout.text, "已清掉");
+  stdin2.end();
+  assert.equal(await finished2, 0);
+  assert.deepEqual(JSON.parse(await readFile(permissionsFile(agentDir, cwd), "utf8")), { allow: [] });
+});
+
+function textOfResult(content: readonly { type: string; text?: string }[]): string {
+  return content.map((block) => block.text ?? "").join("");
+}

@@ -7,9 +7,12 @@
  *   /branch <id>      把 leaf 移到 id，下一句话接在它后面
  *   /compact          现在就压缩上下文
  *   /resume [n]       列出这个项目的会话；给编号就换到那一份
+ *   /permissions      列出（/permissions clear 清掉）这个项目记住的“以后都可以”（第 12 章的闸门登记的命令）
  *   /help             列出这些命令，以及扩展登记的命令和提示模板
  *   /exit             离开
  *   其他 /name        交给会话（第 12 章：扩展命令优先，其次提示模板）
+ *
+ * 闸门要问人的时候（bash、write、edit 之前），下一行输入就是回答：y 这一次，a 以后都可以，别的都算 n。
  *
  * Ctrl-C：运行中按一次是中止这次运行，空闲时按一次只是提醒；连按第二次（中间没有输入新的一行）就离开。
  */
@@ -20,6 +23,7 @@ import { createInterface } from "node:readline";
 
 import type { AgentEvent } from "../agent-loop.js";
 import { parseBashInput } from "../agent-session.js";
+import type { ApprovalAnswer, ApprovalRequest } from "../approval-gate.js";
 import type { Runtime } from "../runtime.js";
 import type { SessionEntry } from "../session-entries.js";
 import { textOf } from "../types.js";
@@ -88,6 +92,22 @@ export function renderTree(entries: readonly SessionEntry[], leafId: string | nu
   // #endregion
 }
 
+/** 人对闸门的回答：y 是这一次，a 是以后都可以；别的（包括空行）都是不可以：拿不准时不做。 */
+export function parseApprovalAnswer(line: string): ApprovalAnswer {
+  const answer = line.trim().toLowerCase();
+  if (answer === "y" || answer === "yes") return "yes";
+  if (answer === "a" || answer === "always") return "always";
+  return "no";
+}
+
+/** 问人的那几行：调用、警告（有的话）、三种回答。 */
+export function approvalQuestion(request: ApprovalRequest): string {
+  const lines = [`需要你的批准：${request.summary}`];
+  if (request.warning !== undefined) lines.push(request.warning);
+  lines.push(`[y] 这一次  [a] 这个项目里以后都可以（${request.rule}）  [n] 不可以 > `);
+  return lines.join("\n");
+}
+
 /** 交互模式怎样显示一个事件：文字边生成边写，工具调用一行，失败一行。 */
 export function renderEvent(event: AgentEvent): string | undefined {
   switch (event.type) {
@@ -107,6 +127,13 @@ export function renderEvent(event: AgentEvent): string | undefined {
     default:
       return undefined;
   }
+}
+
+/** 横幅里说清闸门开着还是关着：关着时每个工具调用都直接运行。 */
+export function gateBanner(runtime: Runtime): string {
+  return runtime.approvalGate
+    ? "批准闸门开着：bash、write、edit 执行之前先问你；/permissions 看记住的决定。"
+    : "⚠ 批准闸门关着（--yolo）：工具调用不经询问直接运行。";
 }
 
 /** /help：内置命令，加上扩展登记的命令和提示模板（它们都以 / 开头，由会话来处理）。 */
@@ -140,6 +167,8 @@ export class InteractiveMode {
   private unsubscribe: () => void = () => {};
   private leave: (code: number) => void = () => {};
   private leaving = false;
+  /** 闸门在等回答时，下一行交给它，而不是排进队列。 */
+  private answer: ((line: string) => void) | undefined;
 
   constructor(runtime: Runtime, options: InteractiveOptions) {
     this.runtime = runtime;
@@ -152,7 +181,7 @@ export class InteractiveMode {
   }
 
   /** 运行到离开为止（/exit、输入结束、连按两次 Ctrl-C、stdout 被关掉），交出退出码。 */
-  async run(): Promise<number> {
+  async run(initial: readonly string[] = []): Promise<number> {
     const left = new Promise<number>((resolve) => {
       this.leave = (code) => {
         this.leaving = true;
@@ -160,26 +189,54 @@ export class InteractiveMode {
       };
     });
     const rl = createInterface({ input: this.options.input, output: this.out.stream, terminal: this.options.terminal, prompt: PROMPT });
-    rl.on("SIGINT", () => this.interrupt());
+    rl.on("SIGINT", () => {
+      this.answer?.("n");
+      this.interrupt();
+    });
     rl.on("line", (line) => {
       this.interruptedOnce = false;
+      const answer = this.answer;
+      if (answer !== undefined) {
+        this.answer = undefined;
+        answer(line);
+        return;
+      }
       this.queue = this.queue.then(() => this.handle(line)).then(() => {
         if (!this.leaving && !this.out.closed) rl.prompt();
       });
     });
     // 输入结束（Ctrl-D、管道读完）：排着队的行处理完再离开。
-    rl.on("close", () => void this.queue.then(() => this.leave(0)));
+    rl.on("close", () => {
+      this.answer?.("n");
+      void this.queue.then(() => this.leave(0));
+    });
     this.out.onClose(() => {
       this.busy?.abort();
       this.leave(0);
     });
     this.listen();
-    this.out.write(`tiny-pi（模型 ${this.runtime.model.provider}/${this.runtime.model.id}，会话 ${this.runtime.sessionFile}）\n/exit 离开，Ctrl-C 中止运行，连按两次离开。\n`);
-    rl.prompt();
+    this.out.write(`tiny-pi（模型 ${this.runtime.model.provider}/${this.runtime.model.id}，会话 ${this.runtime.sessionFile}）\n${gateBanner(this.runtime)}\n/exit 离开，Ctrl-C 中止运行，连按两次离开。\n`);
+    // 命令行上给的任务像敲进来的行一样排队：回答照样显示，闸门照样能问。
+    for (const line of initial) this.queue = this.queue.then(() => this.handle(line));
+    void this.queue.then(() => {
+      if (!this.leaving && !this.out.closed) rl.prompt();
+    });
     const code = await left;
     this.unsubscribe();
     rl.close();
     return code;
+  }
+
+  /** 闸门问人：写出问题，下一行输入就是回答。离开之后再问，一律是“不可以”。 */
+  askApproval(request: ApprovalRequest): Promise<ApprovalAnswer> {
+    if (this.leaving || this.out.closed) return Promise.resolve("no");
+    this.out.write(approvalQuestion(request));
+    return new Promise((resolve) => {
+      this.answer = (line) => {
+        this.answer = undefined;
+        resolve(parseApprovalAnswer(line));
+      };
+    });
   }
 
   /** Ctrl-C。第一次：中止正在进行的运行（空闲时只是提醒）；第二次：离开。 */

@@ -8,7 +8,7 @@
  */
 
 import type { Model } from "../types.js";
-import { createRuntime, type Runtime } from "../runtime.js";
+import { createRuntime, type ApprovalSettings, type Runtime } from "../runtime.js";
 import { parseCliArgs, USAGE, UsageError } from "./args.js";
 import { InteractiveMode } from "./interactive-mode.js";
 import { Output } from "./output.js";
@@ -60,7 +60,15 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   }
   let runtime: Runtime;
   const onWarning = (message: string) => void err.write(`tiny-pi：警告：${message}\n`);
-  const base = { cwd: io.cwd, env: io.env, onWarning, ...(io.model ? { model: io.model } : {}), ...(io.now ? { now: io.now } : {}) };
+  // 交互模式由 REPL 来问（它要等运行时建好才有，所以这里先留一个转接）；打印与 JSON 模式不能问。
+  let repl: InteractiveMode | undefined;
+  const approval: ApprovalSettings = {
+    allow: args.allow,
+    off: args.yolo,
+    ask: args.mode === "interactive" ? async (request) => (repl === undefined ? "no" : repl.askApproval(request)) : undefined,
+    notify: args.mode === "interactive" ? (message) => void out.write(`${message}\n`) : onWarning,
+  };
+  const base = { cwd: io.cwd, env: io.env, onWarning, approval, ...(io.model ? { model: io.model } : {}), ...(io.now ? { now: io.now } : {}) };
   try {
     runtime = await createRuntime({ ...base, session: args.session });
   } catch (error) {
@@ -70,16 +78,16 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
 
   let code: number;
   if (args.mode === "interactive") {
-    const mode = new InteractiveMode(runtime, {
+    const mode = (repl = new InteractiveMode(runtime, {
       input: io.stdin,
       output: out,
       terminal: io.stdin.isTTY === true,
       reopen: (sessionFile) => createRuntime({ ...base, session: sessionFile }),
-    });
-    for (const message of args.messages) await mode.current.session.prompt(message);
-    code = await mode.run();
+    }));
+    code = await mode.run(args.messages);
     runtime = mode.current;
   } else {
+    if (args.yolo) onWarning("批准闸门关着（--yolo）：工具调用不经询问直接运行。");
     const forced = interruptTwice(io.signals ?? process, () => {
       runtime.session.agent.abort();
       err.write("\ntiny-pi：已中止这次运行；再按一次 Ctrl-C 立即离开。\n");
