@@ -7,6 +7,7 @@
  *   资源      第 12 章：AGENTS.md、技能、提示模板；坏掉的文件只是一条警告
  *   扩展      第 12 章：<cwd>/.pi/extensions 里的模块；加载失败、处理器出错都只是一条警告
  *   闸门      第 12 章的批准闸门排在扩展的最前面；允许规则与“以后都可以”都在 agent 目录里，从不在工作区里
+ *   信任      项目扩展是仓库里的代码：给了 trust 时，只在信任的项目里加载；决定也在 agent 目录里
  *   会话      第 09–12 章的 AgentSession：Agent、会话树、用户命令、压缩、资源与扩展
  *
  * 别处的代码不 new 这些零件：它们只调用 createRuntime。零件怎么接、按什么顺序关，只在这一个文件里。
@@ -14,7 +15,7 @@
  */
 
 import { randomUUID } from "node:crypto";
-import { access, constants, mkdir, readdir, readFile, stat } from "node:fs/promises";
+import { access, constants, mkdir, readdir, readFile, rename, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 
@@ -55,6 +56,23 @@ export interface RuntimeOptions {
    * 自己决定；tiny-pi 命令总是给它。
    */
   approval?: ApprovalSettings;
+  /**
+   * 检查项目信任：`.pi/extensions` 只在信任的项目里加载。省略就照旧全部加载（同 approval，由调用方决定）；
+   * once 是 --trust：只信任这一次，不记下。
+   */
+  trust?: { once?: boolean };
+}
+
+/** 这个项目的信任状况：有哪些项目扩展、加载了没有、怎样记下决定。 */
+export interface ProjectTrust {
+  /** `.pi/extensions` 里的文件名（没有这个目录就是空的）。 */
+  readonly extensions: readonly string[];
+  /** trusted：加载了；untrusted：以前回答过不信任；undecided：还没有决定过（这次没有加载）。 */
+  readonly state: "trusted" | "untrusted" | "undecided";
+  /** 决定记在哪个文件里（agent 目录里，从不在工作区里）。 */
+  readonly file: string;
+  /** 把决定记进 agent 目录，下次启动按它办。 */
+  record(trusted: boolean): Promise<void>;
 }
 
 export interface ApprovalSettings {
@@ -75,6 +93,7 @@ export interface Runtime {
   readonly resources: Resources;
   readonly extensions: ExtensionRunner;
   readonly sessionFile: string;
+  readonly projectTrust: ProjectTrust;
   /** 批准闸门开着没有（没给 approval、或者 --yolo 时是关的）：横幅据此说清楚。 */
   readonly approvalGate: boolean;
   /** 按创建的逆序关闭每个部件，恰好一次；再调用拿到的是同一个结果。 */
@@ -267,6 +286,51 @@ async function approvalExtension(settings: ApprovalSettings, agentDir: string, c
   return extensionFromFactory("approval-gate", approvalGate({ cwd, allow, store, ask: settings.ask, notify: settings.notify ?? warn }));
 }
 
+// ── 项目信任 ────────────────────────────────────────────────────
+
+/** 记着每个项目信任与否的文件：agent 目录里的一个 JSON，键是项目的绝对路径。 */
+export function trustFile(agentDir: string): string {
+  return path.join(agentDir, "trusted-projects.json");
+}
+
+async function readTrust(file: string): Promise<Record<string, boolean>> {
+  const body = await readFile(file, "utf8").catch((error: NodeJS.ErrnoException) => {
+    if (error.code === "ENOENT") return undefined;
+    throw error;
+  });
+  if (body === undefined) return {};
+  try {
+    const projects = (JSON.parse(body) as { projects?: unknown }).projects;
+    if (typeof projects !== "object" || projects === null || Array.isArray(projects)) throw new Error("projects 应当是一个对象");
+    return projects as Record<string, boolean>;
+  } catch (error) {
+    throw new RuntimeError("SETTINGS_INVALID", `信任记录 ${file} 有误（${(error as Error).message}）：修好它，或者删掉它（每个项目会再问一次）。`);
+  }
+}
+
+/** 没加载项目扩展时给人看的一句：加载了什么、为什么没加载、怎样改。 */
+export function untrustedWarning(trust: ProjectTrust): string {
+  const files = trust.extensions.join("、");
+  return trust.state === "untrusted"
+    ? `没有加载项目扩展（${files}）：你以前选了不信任这个项目（记在 ${trust.file}）。加 --trust 只信任这一次。`
+    : `没有加载项目扩展（${files}）：这个项目还没有被信任。加 --trust 只信任这一次，或者在交互模式里回答一次。`;
+}
+
+/** 这个项目信不信任：没有项目扩展就无所谓；--trust 这一次信任；否则看记下的决定。 */
+async function projectTrustOf(options: RuntimeOptions["trust"], agentDir: string, cwd: string, dir: string): Promise<ProjectTrust> {
+  const extensions = (await readdir(dir).catch(() => [] as string[])).filter((name) => !name.startsWith(".")).sort();
+  const file = trustFile(agentDir);
+  const record = async (trusted: boolean) => {
+    const projects = { ...(await readTrust(file)), [cwd]: trusted };
+    await mkdir(agentDir, { recursive: true });
+    await writeFile(`${file}.tmp`, `${JSON.stringify({ projects }, null, 2)}\n`);
+    await rename(`${file}.tmp`, file);
+  };
+  if (options === undefined || options.once === true || extensions.length === 0) return { extensions, state: "trusted", file, record };
+  const decided = (await readTrust(file))[cwd];
+  return { extensions, state: decided === undefined ? "undecided" : decided ? "trusted" : "untrusted", file, record };
+}
+
 // ── 组合根 ──────────────────────────────────────────────────────
 
 /**
@@ -292,7 +356,10 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     for (const diagnostic of resources.diagnostics) warn(`资源 ${diagnostic.path}：${diagnostic.message}`);
     const tree = await SessionTree.open(new JsonlSessionStore(sessionFile), { now });
     disposer.add("会话文件", () => tree.flush());
-    const loaded = await loadExtensions(path.join(cwd, ".pi", "extensions"));
+    // 项目扩展是克隆下来的仓库里的代码：没信任的项目一个都不加载（也就一行都不运行）。
+    const extensionDir = path.join(cwd, ".pi", "extensions");
+    const projectTrust = await projectTrustOf(options.trust, agentDir, cwd, extensionDir);
+    const loaded = projectTrust.state === "trusted" ? await loadExtensions(extensionDir) : { extensions: [], errors: [] };
     for (const error of loaded.errors) warn(extensionWarning(error));
     // 闸门排在最前面：第一个说 block 的处理器拦下调用，人说了“不”，后面的扩展就看不到这次调用。
     const gate = options.approval === undefined ? undefined : await approvalExtension(options.approval, agentDir, cwd, warn);
@@ -318,7 +385,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     });
     // 新会话的第一条（system）现在就落盘：写不进去的会话文件在这里报错，而不是在第一次回答之后。
     await session.flush();
-    return { cwd, model, session, resources, extensions, sessionFile, approvalGate: gate !== undefined, dispose: () => disposer.dispose() };
+    return { cwd, model, session, resources, extensions, sessionFile, projectTrust, approvalGate: gate !== undefined, dispose: () => disposer.dispose() };
     // #endregion
   } catch (error) {
     await disposer.dispose().catch(() => {});

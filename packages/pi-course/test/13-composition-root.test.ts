@@ -19,6 +19,8 @@ import { OpenAiCompatibleModel } from "../src/openai-compatible.js";
 import {
   createRuntime,
   Disposer,
+  trustFile,
+  untrustedWarning,
   DisposeError,
   permissionsFile,
   resolveModel,
@@ -309,10 +311,10 @@ test("13.2 会话目录不能写：抛出的 RuntimeError 说出目录，也说�
 // ── 实践 13.3 ───────────────────────────────────────────────────
 
 test("13.3 参数：-p 是打印模式，--mode json 是 JSON 模式，什么都不给是交互模式", () => {
-  assert.deepEqual(parseCliArgs(["-p", README_TASK]), { mode: "print", messages: [README_TASK], session: "new", allow: [], yolo: false, help: false });
+  assert.deepEqual(parseCliArgs(["-p", README_TASK]), { mode: "print", messages: [README_TASK], session: "new", allow: [], yolo: false, trust: false, help: false });
   assert.equal(parseCliArgs(["--mode", "json", "任务"]).mode, "json");
   assert.equal(parseCliArgs(["--mode", "text", "任务"]).mode, "print");
-  assert.deepEqual(parseCliArgs([]), { mode: "interactive", messages: [], session: "new", allow: [], yolo: false, help: false });
+  assert.deepEqual(parseCliArgs([]), { mode: "interactive", messages: [], session: "new", allow: [], yolo: false, trust: false, help: false });
   assert.equal(parseCliArgs(["-c"]).session, "continue");
   assert.equal(parseCliArgs(["--session", "a.jsonl"]).session, "a.jsonl");
 });
@@ -663,3 +665,84 @@ test("13.5 交互模式先问再做：n 拦下、y 运行、a 记下，重启后
 function textOfResult(content: readonly { type: string; text?: string }[]): string {
   return content.map((block) => block.text ?? "").join("");
 }
+
+// ── 项目信任 ────────────────────────────────────────────────────
+
+/** 一个带项目扩展的项目：扩展每被加载一次，globalThis[counter] 加一，并登记一个 /hello 命令。 */
+async function projectWithExtension(t: TestContext, counter: string) {
+  const scene = await project(t);
+  await mkdir(path.join(scene.cwd, ".pi", "extensions"), { recursive: true });
+  await writeFile(
+    path.join(scene.cwd, ".pi", "extensions", "hello.mjs"),
+    `export default (pi) => { globalThis.${counter} = (globalThis.${counter} ?? 0) + 1; pi.registerCommand("hello", { description: "打个招呼", handler() {} }); };\n`,
+  );
+  const loads = () => ((globalThis as Record<string, unknown>)[counter] as number | undefined) ?? 0;
+  return { ...scene, loads };
+}
+
+test("13.2 给了 trust 才检查项目信任：没决定过的项目不加载 .pi/extensions（说出有哪些），决定记在 agent 目录里，once 只信任这一次", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir, loads } = await projectWithExtension(t, "piTrust13a");
+  const first = await createRuntime({ cwd, agentDir, env: {}, trust: {} });
+  assert.equal(first.projectTrust.state, "undecided");
+  assert.deepEqual(first.projectTrust.extensions, ["hello.mjs"]);
+  assert.equal(first.extensions.extensions.length, 0);
+  assert.equal(loads(), 0, "没信任的项目，扩展的代码一行都不该运行");
+  assert.match(untrustedWarning(first.projectTrust), /没有加载项目扩展（hello\.mjs）：这个项目还没有被信任/);
+  await first.projectTrust.record(false);
+  await first.dispose();
+  assert.equal(first.projectTrust.file, trustFile(agentDir));
+  assert.deepEqual(JSON.parse(await readFile(trustFile(agentDir), "utf8")), { projects: { [cwd]: false } });
+  assert.deepEqual((await readdir(cwd)).sort(), [".pi", "README.md"]);
+
+  const refused = await createRuntime({ cwd, agentDir, env: {}, trust: {} });
+  assert.equal(refused.projectTrust.state, "untrusted");
+  assert.match(untrustedWarning(refused.projectTrust), /你以前选了不信任这个项目/);
+  await refused.dispose();
+  const once = await createRuntime({ cwd, agentDir, env: {}, trust: { once: true } });
+  assert.equal(once.extensions.extensions.length, 1);
+  assert.equal(loads(), 1);
+  await once.projectTrust.record(true);
+  await once.dispose();
+  const trusted = await createRuntime({ cwd, agentDir, env: {}, trust: {} });
+  assert.equal(trusted.projectTrust.state, "trusted");
+  assert.equal(loads(), 2);
+  await trusted.dispose();
+});
+
+test("13.3 打印模式里没信任的项目：项目扩展不加载，stderr 说清楚；--trust 才加载", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir, loads } = await projectWithExtension(t, "piTrust13b");
+  const refused = io(cwd, agentDir);
+  assert.equal(await main(["-p", README_TASK], refused.io), 0);
+  assert.equal(loads(), 0);
+  assert.match(refused.stderr.text(), /tiny-pi：警告：没有加载项目扩展（hello\.mjs）：这个项目还没有被信任。加 --trust/);
+  const trusted = io(cwd, agentDir);
+  assert.equal(await main(["-p", "--trust", README_TASK], trusted.io), 0);
+  assert.equal(loads(), 1);
+  assert.equal(trusted.stderr.text(), "");
+});
+
+test("13.5 有项目扩展而没决定过：交互模式开始时问一次，y 就加载并记下，下次不再问", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir, loads } = await projectWithExtension(t, "piTrust13c");
+  const stdin = new PassThrough();
+  const run = io(cwd, agentDir, { stdin });
+  const finished = main([], run.io);
+  await waitFor(run.stdout.text, "信任这个项目并加载它们吗？");
+  assert.match(run.stdout.text(), /1 个项目扩展（\.pi\/extensions：hello\.mjs）/);
+  assert.equal(loads(), 0);
+  stdin.write("y\n");
+  await waitFor(run.stdout.text, "已信任这个项目");
+  stdin.write("/help\n");
+  await waitFor(run.stdout.text, "/hello  打个招呼");
+  stdin.write("/exit\n");
+  assert.equal(await finished, 0);
+  assert.equal(loads(), 1);
+
+  const stdin2 = new PassThrough();
+  const again = io(cwd, agentDir, { stdin: stdin2 });
+  const finished2 = main([], again.io);
+  stdin2.write("/help\n");
+  await waitFor(again.stdout.text, "/hello  打个招呼");
+  assert.doesNotMatch(again.stdout.text(), /信任这个项目并加载/);
+  stdin2.end();
+  assert.equal(await finished2, 0);
+});

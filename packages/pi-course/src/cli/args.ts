@@ -23,6 +23,8 @@ export interface CliArgs {
   allow: string[];
   /** --yolo：关掉批准闸门。 */
   yolo: boolean;
+  /** --trust：这一次信任这个项目，加载它的 .pi/extensions。 */
+  trust: boolean;
   help: boolean;
 }
 
@@ -47,11 +49,13 @@ export const USAGE = `用法：tiny-pi [选项] [任务…]
       --session <文件>     打开（或新建）指定的会话文件
       --allow <规则>       不问就放行：bash、"bash:npm test"（这条命令前缀）、write、"write:路径"、edit；可以给多次
       --yolo               关掉批准闸门：每个工具调用都直接运行，不问
+      --trust              这一次信任这个项目：加载它的 .pi/extensions（项目里的代码）
   -h, --help               显示这段说明
 
 批准闸门：bash、write、edit 执行之前先问你（y 这一次 / a 这个项目里以后都可以 / n 不可以）；
 打印与 JSON 模式不能问，只运行 --allow 放行的调用，别的告诉模型“没有批准”。bash 在工作区目录里启动，
 但不被限制在工作区里。记住的决定在 agent 目录里，/permissions 列出、/permissions clear 清掉。
+项目扩展（.pi/extensions）只在信任的项目里加载：交互模式问一次并记下，打印模式要 --trust。
 
 环境变量：PI_COURSE_BASE_URL、PI_COURSE_MODEL、PI_COURSE_API_KEY 接真实模型（不设就用离线模型）；
 PI_COURSE_AGENT_DIR 是会话、设置（settings.json 的 allow）与记住的决定的存放位置（默认 ~/.tiny-pi）。
@@ -64,6 +68,7 @@ const OPTIONS = {
   session: { type: "string" },
   allow: { type: "string", multiple: true },
   yolo: { type: "boolean" },
+  trust: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -107,6 +112,6 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
     throw new UsageError(`${mode === "json" ? "--mode json" : "-p"} 需要一个任务，例如：tiny-pi -p "请读取 README，然后告诉我项目名"`);
   }
   const session = values.continue === true ? "continue" : (values.session ?? "new");
-  return { mode, messages: positionals, session, allow: allowRules(values.allow ?? []), yolo: values.yolo === true, help };
+  return { mode, messages: positionals, session, allow: allowRules(values.allow ?? []), yolo: values.yolo === true, trust: values.trust === true, help };
   // #endregion
 }

@@ -13,6 +13,7 @@
  *   其他 /name        交给会话（第 12 章：扩展命令优先，其次提示模板）
  *
  * 闸门要问人的时候（bash、write、edit 之前），下一行输入就是回答：y 这一次，a 以后都可以，别的都算 n。
+ * 项目有 .pi/extensions 而还没决定过信不信任时，开始时先问一次；信任就用同一份会话重开运行时，把它们加载进来。
  *
  * Ctrl-C：运行中按一次是中止这次运行，空闲时按一次只是提醒；连按第二次（中间没有输入新的一行）就离开。
  */
@@ -24,7 +25,7 @@ import { createInterface } from "node:readline";
 import type { AgentEvent } from "../agent-loop.js";
 import { parseBashInput } from "../agent-session.js";
 import type { ApprovalAnswer, ApprovalRequest } from "../approval-gate.js";
-import type { Runtime } from "../runtime.js";
+import { untrustedWarning, type Runtime } from "../runtime.js";
 import type { SessionEntry } from "../session-entries.js";
 import { textOf } from "../types.js";
 import type { Output } from "./output.js";
@@ -106,6 +107,11 @@ export function approvalQuestion(request: ApprovalRequest): string {
   if (request.warning !== undefined) lines.push(request.warning);
   lines.push(`[y] 这一次  [a] 这个项目里以后都可以（${request.rule}）  [n] 不可以 > `);
   return lines.join("\n");
+}
+
+/** 问要不要信任这个项目：列出会加载的文件，说清它们是会运行的代码。 */
+export function trustQuestion(extensions: readonly string[]): string {
+  return `这个项目有 ${extensions.length} 个项目扩展（.pi/extensions：${extensions.join("、")}），它们是项目里的代码，加载就会运行。\n信任这个项目并加载它们吗？[y] 信任（记下，不再问）  [n] 不信任 > `;
 }
 
 /** 交互模式怎样显示一个事件：文字边生成边写，工具调用一行，失败一行。 */
@@ -216,6 +222,9 @@ export class InteractiveMode {
     });
     this.listen();
     this.out.write(`tiny-pi（模型 ${this.runtime.model.provider}/${this.runtime.model.id}，会话 ${this.runtime.sessionFile}）\n${gateBanner(this.runtime)}\n/exit 离开，Ctrl-C 中止运行，连按两次离开。\n`);
+    this.queue = this.queue.then(() => this.settleTrust()).catch((error: unknown) => {
+      this.out.write(`✗ ${error instanceof Error ? error.message : String(error)}\n`);
+    });
     // 命令行上给的任务像敲进来的行一样排队：回答照样显示，闸门照样能问。
     for (const line of initial) this.queue = this.queue.then(() => this.handle(line));
     void this.queue.then(() => {
@@ -227,16 +236,50 @@ export class InteractiveMode {
     return code;
   }
 
+  /** 下一行输入（离开之后是空行）。 */
+  private nextAnswer(): Promise<string> {
+    if (this.leaving || this.out.closed) return Promise.resolve("");
+    return new Promise((resolve) => {
+      this.answer = (line) => {
+        this.answer = undefined;
+        resolve(line);
+      };
+    });
+  }
+
+  /** 还没决定过信不信任这个项目：问一次并记下；信任就用同一份会话重开运行时，把项目扩展加载进来。 */
+  private async settleTrust(): Promise<void> {
+    const trust = this.runtime.projectTrust;
+    if (trust.state === "trusted") return;
+    if (trust.state === "untrusted") {
+      this.out.write(`${untrustedWarning(trust)}\n`);
+      return;
+    }
+    this.out.write(trustQuestion(trust.extensions));
+    const trusted = parseApprovalAnswer(await this.nextAnswer()) !== "no";
+    await trust.record(trusted);
+    if (!trusted) {
+      this.out.write(`不加载项目扩展；这个决定记在 ${trust.file}。\n`);
+      return;
+    }
+    await this.replaceRuntime(await this.options.reopen(this.runtime.sessionFile));
+    this.out.write(`已信任这个项目，加载了 ${this.runtime.extensions.extensions.length} 个扩展。\n`);
+  }
+
+  /** 换上另一个运行时：先接上新的，再关掉旧的。 */
+  private async replaceRuntime(next: Runtime): Promise<void> {
+    const previous = this.runtime;
+    this.unsubscribe();
+    this.runtime = next;
+    this.listen();
+    await previous.dispose();
+  }
+
   /** 闸门问人：写出问题，下一行输入就是回答。离开之后再问，一律是“不可以”。 */
   askApproval(request: ApprovalRequest): Promise<ApprovalAnswer> {
     if (this.leaving || this.out.closed) return Promise.resolve("no");
     this.out.write(approvalQuestion(request));
-    return new Promise((resolve) => {
-      this.answer = (line) => {
-        this.answer = undefined;
-        resolve(parseApprovalAnswer(line));
-      };
-    });
+    return this.nextAnswer().then(parseApprovalAnswer);
   }
 
   /** Ctrl-C。第一次：中止正在进行的运行（空闲时只是提醒）；第二次：离开。 */
@@ -342,11 +385,7 @@ export class InteractiveMode {
     const file = files[Number(choice) - 1];
     if (file === undefined) throw new Error(`没有编号为 ${choice} 的会话；/resume 列出全部。`);
     const next = await this.options.reopen(file);
-    const previous = this.runtime;
-    this.unsubscribe();
-    this.runtime = next;
-    this.listen();
-    await previous.dispose();
+    await this.replaceRuntime(next);
     this.out.write(`已换到 ${path.basename(file)}（${next.session.tree.getEntries().length} 个条目）。\n`);
   }
 }

@@ -8,7 +8,7 @@
  */
 
 import type { Model } from "../types.js";
-import { createRuntime, type ApprovalSettings, type Runtime } from "../runtime.js";
+import { createRuntime, untrustedWarning, type ApprovalSettings, type Runtime } from "../runtime.js";
 import { parseCliArgs, USAGE, UsageError } from "./args.js";
 import { InteractiveMode } from "./interactive-mode.js";
 import { Output } from "./output.js";
@@ -68,7 +68,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     ask: args.mode === "interactive" ? async (request) => (repl === undefined ? "no" : repl.askApproval(request)) : undefined,
     notify: args.mode === "interactive" ? (message) => void out.write(`${message}\n`) : onWarning,
   };
-  const base = { cwd: io.cwd, env: io.env, onWarning, approval, ...(io.model ? { model: io.model } : {}), ...(io.now ? { now: io.now } : {}) };
+  const base = { cwd: io.cwd, env: io.env, onWarning, approval, trust: { once: args.trust }, ...(io.model ? { model: io.model } : {}), ...(io.now ? { now: io.now } : {}) };
   try {
     runtime = await createRuntime({ ...base, session: args.session });
   } catch (error) {
@@ -88,6 +88,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     runtime = mode.current;
   } else {
     if (args.yolo) onWarning("批准闸门关着（--yolo）：工具调用不经询问直接运行。");
+    // 打印模式不能问：没信任的项目照样跑，只是不加载项目扩展，并且说清楚。
+    if (runtime.projectTrust.state !== "trusted") onWarning(untrustedWarning(runtime.projectTrust));
     const forced = interruptTwice(io.signals ?? process, () => {
       runtime.session.agent.abort();
       err.write("\ntiny-pi：已中止这次运行；再按一次 Ctrl-C 立即离开。\n");
