@@ -144,7 +144,7 @@ test("13.1 读到结果后用第一个一级标题回答；没有标题、读取
   assert.equal(named.kind, "answer");
   assert.match(named.kind === "answer" ? named.text : "", /星图/);
   const untitled = decideOffline(reply("只有正文"), [readTool]);
-  assert.match(untitled.kind === "answer" ? untitled.text : "", /没有以 "# " 开头的标题/);
+  assert.match(untitled.kind === "answer" ? untitled.text : "", /没有以 "# " 开头的标题.*第一行是：「只有正文」/);
   const failed = decideOffline(reply("文件 README.md 不存在。", true), [readTool]);
   assert.match(failed.kind === "answer" ? failed.text : "", /读取 README\.md 失败：文件 README\.md 不存在/);
   // 上一问的结果不算数：新的一问要重新读。
@@ -422,6 +422,18 @@ test("13.5 /tree 按父子缩进，* 标出当前路径，leaf 标“当前”",
   assert.deepEqual(tree.split("\n"), ["* a user: 开始", "    b user: 旧的一支", "  * c user: 新的一支  ← 当前"]);
 });
 
+test("13.5 /tree 只在分叉处缩进：一条直线上的条目对齐，分出的每一支深一层", () => {
+  const entry = (id: string, parentId: string | null): SessionEntry => ({
+    type: "message",
+    id,
+    parentId,
+    timestamp: "2026-01-01T00:00:00.000Z",
+    message: userMessage(id, 1),
+  });
+  const tree = renderTree([entry("a", null), entry("b", "a"), entry("c", "b"), entry("d", "c"), entry("e", "c"), entry("f", "e")], "f");
+  assert.deepEqual(tree.split("\n"), ["* a user: a", "* b user: b", "* c user: c", "    d user: d", "  * e user: e", "  * f user: f  ← 当前"]);
+});
+
 test("13.5 交互模式：一句话交给会话，!cmd 运行命令，/tree、/branch 走会话树，/exit 离开", { timeout: 5_000 }, async (t) => {
   const { cwd, agentDir } = await project(t);
   const stdin = new PassThrough();
@@ -457,7 +469,8 @@ test("13.5 运行中按 Ctrl-C 中止这次运行，REPL 还在；连按第二�
   const repl = new InteractiveMode(runtime, { input: stdin, output: new Output(stdout.stream), terminal: false, reopen: () => assert.fail("不该换会话") });
   const finished = repl.run();
   repl.interrupt();
-  assert.match(stdout.text(), /再按一次 Ctrl-C 离开，或者输入 \/exit/);
+  // 提醒之后提示符重画在最下面：人看得出自己还能输入。
+  assert.match(stdout.text(), /再按一次 Ctrl-C 离开，或者输入 \/exit。）\ntiny-pi> $/);
   // 输入了新的一行，之前那次 Ctrl-C 就不算数了：这一次只中止，不离开。
   stdin.write("你好\n");
   await hanging.running;
@@ -745,4 +758,16 @@ test("13.5 有项目扩展而没决定过：交互模式开始时问一次，y �
   assert.doesNotMatch(again.stdout.text(), /信任这个项目并加载/);
   stdin2.end();
   assert.equal(await finished2, 0);
+});
+
+test("13.5 /compact 没有可压缩的内容时说出原因：这条分支约多少 token，全在保留的范围里", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const stdin = new PassThrough();
+  const run = io(cwd, agentDir, { stdin });
+  const finished = main([], run.io);
+  stdin.write("/compact\n");
+  await waitFor(run.stdout.text, "全都在保留的范围里");
+  assert.match(run.stdout.text(), /没有可以压缩的内容：压缩只总结“最近的一段”之前的旧对话，这条分支目前约 \d+ 个 token/);
+  stdin.end();
+  assert.equal(await finished, 0);
 });

@@ -23,11 +23,12 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 
 import type { AgentEvent } from "../agent-loop.js";
+import { estimateContext } from "../compaction.js";
 import { parseBashInput } from "../agent-session.js";
 import type { ApprovalAnswer, ApprovalRequest } from "../approval-gate.js";
 import { untrustedWarning, type Runtime } from "../runtime.js";
 import type { SessionEntry } from "../session-entries.js";
-import { textOf } from "../types.js";
+import { textOf, type AgentMessage } from "../types.js";
 import type { Output } from "./output.js";
 
 // ── 类型 ────────────────────────────────────────────────────────
@@ -73,7 +74,10 @@ export function describeEntry(entry: SessionEntry): string {
   }
 }
 
-/** /tree 的输出：按父子缩进，当前路径上的条目标 *，leaf 标“← 当前”。 */
+/**
+ * /tree 的输出：只在分叉处缩进——一条直线上的条目对齐，一个条目有几个子条目时，每一支深一层；
+ * 否则一段长对话会变成一级一级往右的台阶。当前路径上的条目标 *，leaf 标“← 当前”。
+ */
 export function renderTree(entries: readonly SessionEntry[], leafId: string | null): string {
   // #region lab 13.5
   const children = new Map<string | null, SessionEntry[]>();
@@ -86,11 +90,18 @@ export function renderTree(entries: readonly SessionEntry[], leafId: string | nu
     const mark = onPath.has(entry.id) ? "*" : " ";
     const here = entry.id === leafId ? "  ← 当前" : "";
     lines.push(`${"  ".repeat(depth)}${mark} ${entry.id} ${describeEntry(entry)}${here}`);
-    for (const child of children.get(entry.id) ?? []) visit(child, depth + 1);
+    const kids = children.get(entry.id) ?? [];
+    const next = kids.length > 1 ? depth + 1 : depth;
+    for (const child of kids) visit(child, next);
   };
   for (const root of children.get(null) ?? []) visit(root, 0);
   return lines.length === 0 ? "（会话还是空的）" : lines.join("\n");
   // #endregion
+}
+
+/** /compact 什么都没做时的那句话：说出为什么——整条分支都还在“保留最近的一段”里。 */
+export function nothingToCompact(messages: readonly AgentMessage[]): string {
+  return `没有可以压缩的内容：压缩只总结“最近的一段”之前的旧对话，这条分支目前约 ${estimateContext(messages).total} 个 token，全都在保留的范围里。`;
 }
 
 /** 人对闸门的回答：y 是这一次，a 是以后都可以；别的（包括空行）都是不可以：拿不准时不做。 */
@@ -172,6 +183,8 @@ export class InteractiveMode {
   private queue: Promise<void> = Promise.resolve();
   private unsubscribe: () => void = () => {};
   private leave: (code: number) => void = () => {};
+  /** 重画提示符：提醒写在了提示符下面，人要看到自己还能输入。 */
+  private redraw: () => void = () => {};
   private leaving = false;
   /** 闸门在等回答时，下一行交给它，而不是排进队列。 */
   private answer: ((line: string) => void) | undefined;
@@ -195,6 +208,9 @@ export class InteractiveMode {
       };
     });
     const rl = createInterface({ input: this.options.input, output: this.out.stream, terminal: this.options.terminal, prompt: PROMPT });
+    this.redraw = () => {
+      if (!this.leaving && !this.out.closed) rl.prompt(true);
+    };
     rl.on("SIGINT", () => {
       this.answer?.("n");
       this.interrupt();
@@ -296,6 +312,7 @@ export class InteractiveMode {
       this.out.write("\n（已中止这次运行。再按一次 Ctrl-C 离开。）\n");
     } else {
       this.out.write("\n（再按一次 Ctrl-C 离开，或者输入 /exit。）\n");
+      this.redraw();
     }
     // #endregion
   }
@@ -341,7 +358,7 @@ export class InteractiveMode {
       }
       case "/compact": {
         const entry = await session.compact();
-        this.out.write(entry === undefined ? "没有可以压缩的内容。\n" : `已压缩：压缩前约 ${entry.tokensBefore} 个 token。\n`);
+        this.out.write(entry === undefined ? `${nothingToCompact(session.messages)}\n` : `已压缩：压缩前约 ${entry.tokensBefore} 个 token。\n`);
         return;
       }
       case "/resume":
