@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readlinkSync, realpathSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -152,6 +152,32 @@ test("交互模式在真实的伪终端里先问再做：n 不运行，y 运行�
   assert.doesNotMatch(again.output(), /需要你的批准/);
   again.child.stdin.write("/exit\r");
   assert.equal(await again.closed, 0);
+});
+
+test("API key 不出现在屏幕、会话文件与错误信息里：服务器回 401，并把收到的 Authorization 原样写进错误正文", { timeout: 60_000 }, async (t) => {
+  const project = projectWithReadme();
+  t.after(project.remove);
+  const key = "sk-course-tiny-pi-DO-NOT-LEAK";
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(401, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { message: `Incorrect API key provided: ${req.headers.authorization ?? ""}` } }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const { port } = server.address() as AddressInfo;
+  const env = { ...project.env, PI_COURSE_BASE_URL: `http://127.0.0.1:${port}/v1`, PI_COURSE_MODEL: "loopback", PI_COURSE_API_KEY: key };
+  const printed = await spawnProcess(BIN, ["-p", "你好"], { cwd: project.cwd, env });
+  const json = await spawnProcess(BIN, ["--mode", "json", "你好"], { cwd: project.cwd, env });
+  assert.equal(printed.code, 1);
+  assert.match(printed.stderr, /HTTP 401.*已隐去的 API key/);
+  const sessions = path.join(project.env.PI_COURSE_AGENT_DIR, "sessions");
+  const files = readdirSync(sessions).flatMap((folder) => readdirSync(path.join(sessions, folder)).map((name) => path.join(sessions, folder, name)));
+  assert.ok(files.length >= 2, "两次运行都应当留下会话文件");
+  const everything = [printed.stdout, printed.stderr, json.stdout, json.stderr, ...files.map((file) => readFileSync(file, "utf8"))];
+  for (const text of everything) assert.ok(!text.includes(key), `API key 出现在了输出或会话文件里：\n${text.slice(0, 400)}`);
 });
 
 test("练习目录的 .bin/tiny-pi 指向练习目录自己的包；套件工作区的命令不被链接进去", () => {
