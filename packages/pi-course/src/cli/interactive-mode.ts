@@ -23,9 +23,9 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 
 import type { AgentEvent } from "../agent-loop.js";
-import { estimateContext } from "../compaction.js";
 import { parseBashInput } from "../agent-session.js";
 import type { ApprovalAnswer, ApprovalRequest } from "../approval-gate.js";
+import { estimateContext } from "../compaction.js";
 import { untrustedWarning, type Runtime } from "../runtime.js";
 import type { SessionEntry } from "../session-entries.js";
 import { textOf, type AgentMessage } from "../types.js";

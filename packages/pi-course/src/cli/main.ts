@@ -78,12 +78,13 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
 
   let code: number;
   if (args.mode === "interactive") {
-    const mode = (repl = new InteractiveMode(runtime, {
+    const mode = new InteractiveMode(runtime, {
       input: io.stdin,
       output: out,
       terminal: io.stdin.isTTY === true,
       reopen: (sessionFile) => createRuntime({ ...base, session: sessionFile }),
-    }));
+    });
+    repl = mode;
     code = await mode.run(args.messages);
     runtime = mode.current;
   } else {
