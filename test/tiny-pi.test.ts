@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readlinkSync, realpathSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import test from "node:test";
 
@@ -62,6 +64,120 @@ test("交互模式在真实的伪终端里：回答问题，Ctrl-C 一次提醒�
   await terminal.waitFor(/再按一次 Ctrl-C 离开/);
   terminal.child.stdin.write("\x03");
   assert.equal(await terminal.closed, 0);
+});
+
+/**
+ * 回环上的一个 OpenAI 兼容服务器：请求的最后一条是用户的话，就要运行 command；是工具结果，就把结果原样说出来。
+ * 每个请求各自决定，所以重启 tiny-pi 之后照样能用。
+ */
+async function loopbackModel(command: string) {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      const messages = (JSON.parse(Buffer.concat(chunks).toString("utf8")) as { messages: { role: string; content: string }[] }).messages;
+      const last = messages.at(-1);
+      const sse = (chunk: unknown) => `data: ${JSON.stringify(chunk)}\n\n`;
+      const call = { index: 0, id: `call_${messages.length}`, type: "function", function: { name: "bash", arguments: JSON.stringify({ command }) } };
+      const body =
+        last?.role === "tool"
+          ? sse({ choices: [{ index: 0, delta: { content: `工具说：${last.content.slice(0, 60)}` }, finish_reason: null }] }) + sse({ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })
+          : sse({ choices: [{ index: 0, delta: { tool_calls: [call] }, finish_reason: null }] }) + sse({ choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] });
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.end(`${body}data: [DONE]\n\n`);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    env: { PI_COURSE_BASE_URL: `http://127.0.0.1:${port}/v1`, PI_COURSE_MODEL: "loopback" },
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+test("真实的 tiny-pi 接着回环上的模型：-p 默认不运行模型要的 rm -rf，victim 目录还在；--allow bash 之后才运行", { timeout: 60_000 }, async (t) => {
+  const project = projectWithReadme();
+  t.after(project.remove);
+  mkdirSync(path.join(project.cwd, "victim"));
+  writeFileSync(path.join(project.cwd, "victim", "keep.txt"), "别删我\n");
+  const model = await loopbackModel("rm -rf victim");
+  t.after(model.close);
+  const env = { ...project.env, ...model.env };
+  const refused = await spawnProcess(BIN, ["-p", "清理一下"], { cwd: project.cwd, env });
+  assert.equal(refused.code, 0, refused.stderr);
+  assert.ok(existsSync(path.join(project.cwd, "victim", "keep.txt")), "没有 --allow 时 rm -rf 不该执行");
+  assert.match(refused.stdout, /工具说：This bash call was not run: it needs the user's approval/);
+  assert.match(refused.stderr, /没有运行 bash：rm -rf victim：这次运行不能问你。要放行，加 --allow bash/);
+  const allowed = await spawnProcess(BIN, ["-p", "--allow", "bash", "清理一下"], { cwd: project.cwd, env });
+  assert.equal(allowed.code, 0, allowed.stderr);
+  assert.ok(!existsSync(path.join(project.cwd, "victim")), "--allow bash 之后命令应当运行");
+});
+
+test("交互模式在真实的伪终端里先问再做：n 不运行，y 运行一次，a 记下，重启之后同一条命令不再问", { timeout: 60_000, skip: !hasPty && "这台机器没有 script 命令" }, async (t) => {
+  const project = projectWithReadme();
+  t.after(project.remove);
+  const model = await loopbackModel("touch made.txt");
+  t.after(model.close);
+  const env = { PI_COURSE_AGENT_DIR: project.env.PI_COURSE_AGENT_DIR, ...model.env };
+  const terminal = runCommandInTerminal([BIN], project.cwd, env);
+  t.after(() => terminal.child.kill());
+  await terminal.waitFor(/批准闸门开着[\s\S]*tiny-pi> /);
+  terminal.child.stdin.write("建个文件\r");
+  await terminal.waitFor(/\[n\] 不可以 > /);
+  terminal.child.stdin.write("n\r");
+  await terminal.waitFor(/工具说：The user declined this bash call/);
+  assert.ok(!existsSync(path.join(project.cwd, "made.txt")), "说了 n 的命令不该执行");
+  terminal.clear();
+  terminal.child.stdin.write("再建一次\r");
+  await terminal.waitFor(/\[n\] 不可以 > /);
+  terminal.child.stdin.write("y\r");
+  await terminal.waitFor(/工具说：/);
+  assert.ok(existsSync(path.join(project.cwd, "made.txt")), "说了 y 的命令应当运行");
+  terminal.clear();
+  terminal.child.stdin.write("还要建\r");
+  await terminal.waitFor(/\[n\] 不可以 > /);
+  terminal.child.stdin.write("a\r");
+  await terminal.waitFor(/工具说：/);
+  terminal.child.stdin.write("/exit\r");
+  assert.equal(await terminal.closed, 0);
+
+  const again = runCommandInTerminal([BIN], project.cwd, env);
+  t.after(() => again.child.kill());
+  await again.waitFor(/tiny-pi> /);
+  again.child.stdin.write("第四次\r");
+  await again.waitFor(/工具说：/);
+  assert.doesNotMatch(again.output(), /需要你的批准/);
+  again.child.stdin.write("/exit\r");
+  assert.equal(await again.closed, 0);
+});
+
+test("API key 不出现在屏幕、会话文件与错误信息里：服务器回 401，并把收到的 Authorization 原样写进错误正文", { timeout: 60_000 }, async (t) => {
+  const project = projectWithReadme();
+  t.after(project.remove);
+  const key = "sk-course-tiny-pi-DO-NOT-LEAK";
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(401, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { message: `Incorrect API key provided: ${req.headers.authorization ?? ""}` } }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const { port } = server.address() as AddressInfo;
+  const env = { ...project.env, PI_COURSE_BASE_URL: `http://127.0.0.1:${port}/v1`, PI_COURSE_MODEL: "loopback", PI_COURSE_API_KEY: key };
+  const printed = await spawnProcess(BIN, ["-p", "你好"], { cwd: project.cwd, env });
+  const json = await spawnProcess(BIN, ["--mode", "json", "你好"], { cwd: project.cwd, env });
+  assert.equal(printed.code, 1);
+  assert.match(printed.stderr, /HTTP 401.*已隐去的 API key/);
+  const sessions = path.join(project.env.PI_COURSE_AGENT_DIR, "sessions");
+  const files = readdirSync(sessions).flatMap((folder) => readdirSync(path.join(sessions, folder)).map((name) => path.join(sessions, folder, name)));
+  assert.ok(files.length >= 2, "两次运行都应当留下会话文件");
+  const everything = [printed.stdout, printed.stderr, json.stdout, json.stderr, ...files.map((file) => readFileSync(file, "utf8"))];
+  for (const text of everything) assert.ok(!text.includes(key), `API key 出现在了输出或会话文件里：\n${text.slice(0, 400)}`);
 });
 
 test("练习目录的 .bin/tiny-pi 指向练习目录自己的包；套件工作区的命令不被链接进去", () => {

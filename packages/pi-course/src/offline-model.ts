@@ -51,6 +51,12 @@ export function projectNameOf(content: string): string | undefined {
   // #endregion
 }
 
+/** 没有标题时拿来说明的那一行：第一个非空行，太长就截断。 */
+export function openingLine(content: string): string {
+  const line = content.split("\n").find((candidate) => candidate.trim() !== "")?.trim() ?? "";
+  return line.length > 60 ? `${line.slice(0, 60)}…` : line;
+}
+
 /**
  * 看最后一条 user 消息之后发生了什么，决定这一步。只读消息，不碰文件：
  * 同样的请求永远得到同样的决定。
@@ -65,13 +71,20 @@ export function decideOffline(messages: readonly Message[], tools: readonly Tool
   if (result !== undefined && result.role === "toolResult") {
     if (result.isError) return { kind: "answer", text: `读取 ${file ?? "文件"} 失败：${textOf(result)}` };
     const name = projectNameOf(textOf(result));
-    if (name === undefined) return { kind: "answer", text: `${file ?? "这个文件"} 里没有以 "# " 开头的标题，我说不出项目名。` };
+    if (name === undefined) return { kind: "answer", text: untitledAnswer(file ?? "这个文件", textOf(result)) };
     return { kind: "answer", text: `项目名是「${name}」（取自 ${file ?? "文件"} 的第一个一级标题）。` };
   }
   if (file === undefined) return { kind: "answer", text: OFFLINE_HELP };
   if (!tools.some((tool) => tool.name === "read")) return { kind: "answer", text: `这次请求里没有 read 工具，我读不了 ${file}。` };
   return { kind: "read", path: file };
   // #endregion
+}
+
+/** 读到了、却没有标题：说清读了什么、自己只会什么，再把开头一行给人看，而不是只说一句“说不出”。 */
+function untitledAnswer(file: string, content: string): string {
+  const opening = openingLine(content);
+  const shown = opening === "" ? "文件是空的" : `它的第一行是：「${opening}」`;
+  return `我读了 ${file}，里面没有以 "# " 开头的标题，所以说不出项目名；${shown}。我是离线模型，只会说出文件的第一个一级标题，要问别的请接上真实模型（PI_COURSE_BASE_URL）。`;
 }
 
 /** 决定 → 一个脚本 turn。调用 id 由请求里的消息数决定，重跑一次得到的 id 相同。 */

@@ -6,6 +6,8 @@
 
 import { parseArgs } from "node:util";
 
+import { parseAllowRule } from "../approval-gate.js";
+
 // ── 类型 ────────────────────────────────────────────────────────
 
 /** 三种模式：print 只把最后的回答写到 stdout；json 每个事件一行；interactive 是一个 REPL。 */
@@ -17,6 +19,12 @@ export interface CliArgs {
   messages: string[];
   /** "new"、"continue" 或一个会话文件的路径：原样交给 createRuntime。 */
   session: string;
+  /** --allow 给的规则（已检查过）：打印与 JSON 模式只放行这些需要批准的调用。 */
+  allow: string[];
+  /** --yolo：关掉批准闸门。 */
+  yolo: boolean;
+  /** --trust：这一次信任这个项目，加载它的 .pi/extensions。 */
+  trust: boolean;
   help: boolean;
 }
 
@@ -39,10 +47,18 @@ export const USAGE = `用法：tiny-pi [选项] [任务…]
       --mode <text|json>   text 同 -p；json 每个事件一行
   -c, --continue           续上这个项目最近用过的会话
       --session <文件>     打开（或新建）指定的会话文件
+      --allow <规则>       不问就放行：bash、"bash:npm test"（这条命令前缀）、write、"write:路径"、edit；可以给多次
+      --yolo               关掉批准闸门：每个工具调用都直接运行，不问
+      --trust              这一次信任这个项目：加载它的 .pi/extensions（项目里的代码）
   -h, --help               显示这段说明
 
+批准闸门：bash、write、edit 执行之前先问你（y 这一次 / a 这个项目里以后都可以 / n 不可以）；
+打印与 JSON 模式不能问，只运行 --allow 放行的调用，别的告诉模型“没有批准”。bash 在工作区目录里启动，
+但不被限制在工作区里。记住的决定在 agent 目录里，/permissions 列出、/permissions clear 清掉。
+项目扩展（.pi/extensions）只在信任的项目里加载：交互模式问一次并记下，打印模式要 --trust。
+
 环境变量：PI_COURSE_BASE_URL、PI_COURSE_MODEL、PI_COURSE_API_KEY 接真实模型（不设就用离线模型）；
-PI_COURSE_AGENT_DIR 是会话的存放位置（默认 ~/.tiny-pi）。
+PI_COURSE_AGENT_DIR 是会话、设置（settings.json 的 allow）与记住的决定的存放位置（默认 ~/.tiny-pi）。
 退出码：0 成功，1 运行失败，2 用法错误。`;
 
 const OPTIONS = {
@@ -50,6 +66,9 @@ const OPTIONS = {
   mode: { type: "string" },
   continue: { type: "boolean", short: "c" },
   session: { type: "string" },
+  allow: { type: "string", multiple: true },
+  yolo: { type: "boolean" },
+  trust: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -74,6 +93,15 @@ function usageErrorOf(error: unknown): UsageError {
   throw error;
 }
 
+/** 每条 --allow 都按闸门的规则检查：写错了是用法错误，而不是悄悄什么都没放行。 */
+function allowRules(rules: readonly string[]): string[] {
+  try {
+    return rules.map(parseAllowRule);
+  } catch (error) {
+    throw new UsageError(`--allow：${(error as Error).message}`);
+  }
+}
+
 export function parseCliArgs(argv: readonly string[]): CliArgs {
   // #region lab 13.3
   let parsed;
@@ -93,6 +121,6 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
     throw new UsageError(`${mode === "json" ? "--mode json" : "-p"} 需要一个任务，例如：tiny-pi -p "请读取 README，然后告诉我项目名"`);
   }
   const session = values.continue === true ? "continue" : (values.session ?? "new");
-  return { mode, messages: positionals, session, help };
+  return { mode, messages: positionals, session, allow: allowRules(values.allow ?? []), yolo: values.yolo === true, trust: values.trust === true, help };
   // #endregion
 }
