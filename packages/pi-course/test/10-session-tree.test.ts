@@ -332,13 +332,15 @@ test("10.2 写锁跨进程：别的进程持有锁时追加被拒绝并说出它
   ].join("\n");
   const holder = spawn(process.execPath, ["--input-type=module", "-e", script], {
     env: { ...process.env, SESSION_FILE: file },
-    stdio: ["ignore", "pipe", "inherit"],
+    stdio: ["ignore", "pipe", "pipe"],
   });
   t.after(() => void holder.kill("SIGKILL"));
+  let stderr = "";
+  holder.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = once(holder, "exit");
   await Promise.race([
     once(holder.stdout, "data"),
-    exited.then(() => assert.fail("持锁的子进程没拿到锁就退出了")),
+    exited.then(() => assert.fail(`持锁的子进程没拿到锁就退出了：${stderr}`)),
   ]);
 
   await rejectsWithCode(new JsonlSessionStore(file).append(q1), "locked", [file, `进程 ${holder.pid}`, "另一个写入者"]);
