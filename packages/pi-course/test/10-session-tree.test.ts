@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
-import { appendFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, mkdtemp, open, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import test, { type TestContext } from "node:test";
@@ -293,6 +293,27 @@ test("10.2 会话路径不是普通文件（目录、设备、FIFO）：打开�
     await rejectsWithCode(new JsonlSessionStore(where).load(), "not_a_file", [where, "不是普通文件"]);
     await rejectsWithCode(new JsonlSessionStore(where).append(q1), "not_a_file", [where, "不是普通文件"]);
   }
+});
+
+test("10.2 一行只用一次 write：2 MB 的条目也是追加句柄上的一次写入，别的写入者插不进它的中间", { timeout: 5_000 }, async (t) => {
+  const dir = await tempDir(t);
+  const file = dir.file("one-write.jsonl");
+  const probe = await open(file, "a");
+  const handles = Object.getPrototypeOf(probe) as { write: (...args: unknown[]) => Promise<{ bytesWritten: number }> };
+  await probe.close();
+  const original = handles.write;
+  const writes: number[] = [];
+  handles.write = async function (this: unknown, ...args: unknown[]) {
+    const result = await original.apply(this, args);
+    writes.push(result.bytesWritten);
+    return result;
+  };
+  t.after(() => {
+    handles.write = original;
+  });
+  const entry = messageEntry("big", null, userMessage("x".repeat(2 * 1024 * 1024), 1));
+  await new JsonlSessionStore(file).append(entry);
+  assert.deepEqual(writes, [Buffer.byteLength(`${encodeEntry(entry)}\n`)], "整行一次写出");
 });
 
 test("10.2 同一时刻只有一个写入者：两个 store 同时追加 2 MB 的条目，一个被拒绝，文件照样打得开", { timeout: 10_000 }, async (t) => {
