@@ -313,7 +313,8 @@ test("10.2 一行只用一次 write：2 MB 的条目也是追加句柄上的一�
   });
   const entry = messageEntry("big", null, userMessage("x".repeat(2 * 1024 * 1024), 1));
   await new JsonlSessionStore(file).append(entry);
-  assert.deepEqual(writes, [Buffer.byteLength(`${encodeEntry(entry)}\n`)], "整行一次写出");
+  const line = Buffer.byteLength(`${encodeEntry(entry)}\n`);
+  assert.ok(writes.includes(line), `整行应当一次写出（${line} 字节），实际的各次写入：${writes.join("、") || "没有一次写在句柄上"}`);
 });
 
 test("10.2 同一时刻只有一个写入者：两个 store 同时追加 2 MB 的条目，一个被拒绝，文件照样打得开", { timeout: 10_000 }, async (t) => {
