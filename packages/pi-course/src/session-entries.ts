@@ -6,7 +6,7 @@
  * 逐个字段收窄成 SessionEntry；哪一行、哪个条目、哪个字段不对，错误里都要说出来。
  */
 
-import type { AgentMessage, TextContent } from "./types.js";
+import type { AgentMessage, StopReason, TextContent } from "./types.js";
 
 // ── 类型 ────────────────────────────────────────────────────────
 
@@ -96,6 +96,27 @@ export class SessionEntryError extends Error {
   }
 }
 
+/**
+ * 写不进会话的原因，程序按 code 分辨：
+ *   unstorable   值在 JSON 里存不下（BigInt、函数、循环引用……），这次追加当场拒绝
+ *   not_a_file   会话路径是目录、FIFO 或设备，不能当会话文件
+ *   locked       另一个写入者此刻正拿着写锁
+ *   changed      这个写入者读过之后，文件被另一个写入者改过
+ *   short_write  一行没能一次写完
+ *   unwritable   之前有一次写入失败：这个会话不再接受新的东西
+ */
+export type SessionStoreErrorCode = "unstorable" | "not_a_file" | "locked" | "changed" | "short_write" | "unwritable";
+
+export class SessionStoreError extends Error {
+  readonly code: SessionStoreErrorCode;
+
+  constructor(code: SessionStoreErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "SessionStoreError";
+    this.code = code;
+  }
+}
+
 // ── 纯函数：一行 unknown → 一个条目 ─────────────────────────────
 
 type Fields = Record<string, unknown>;
@@ -114,16 +135,57 @@ function isTextBlocks(value: unknown): value is TextContent[] {
   return Array.isArray(value) && value.every((block) => isFields(block) && block.type === "text" && typeof block.text === "string");
 }
 
-/** 只认识一个条目的字段：每个读取方法要么交回收窄后的值，要么抛出指名字段的错误。 */
+/**
+ * 只认识一个条目（或条目里嵌着的一个对象）的字段：每个读取方法要么交回收窄后的值，
+ * 要么抛出指名字段的错误。嵌套对象的字段名带着路径（message.content[0].text），错误指到具体的位置。
+ */
 class EntryFields {
   constructor(
     private readonly fields: Fields,
     private readonly line: number,
     private readonly entryId: string | undefined,
+    private readonly path = "",
   ) {}
 
   fail(field: string, problem: string): never {
-    throw new SessionEntryError("invalid_entry", this.line, problem, field, this.entryId);
+    throw new SessionEntryError("invalid_entry", this.line, problem, this.path + field, this.entryId);
+  }
+
+  /** 一个嵌着的对象：交回读它的 EntryFields，它的字段名前面带着 field。 */
+  object(field: string, what: string): EntryFields {
+    const value = this.fields[field];
+    if (!isFields(value)) this.fail(field, `应当是${what}（对象），这里是 ${shown(value)}`);
+    return new EntryFields(value, this.line, this.entryId, `${this.path}${field}.`);
+  }
+
+  /** 一个对象数组：每一项交给 each 检查；省略时 optional 为 true 就放行。 */
+  list(field: string, what: string, each: (read: EntryFields) => void, optional = false): void {
+    const value = this.fields[field];
+    if (optional && value === undefined) return;
+    if (!Array.isArray(value)) this.fail(field, `应当是${what}的数组${optional ? "或省略" : ""}，这里是 ${shown(value)}`);
+    value.forEach((item, index) => {
+      if (!isFields(item)) this.fail(`${field}[${index}]`, `应当是${what}（对象），这里是 ${shown(item)}`);
+      each(new EntryFields(item, this.line, this.entryId, `${this.path}${field}[${index}].`));
+    });
+  }
+
+  /** 任何字符串，空串也行（文字块、system 的 content）。 */
+  text(field: string): string {
+    const value = this.fields[field];
+    if (typeof value !== "string") this.fail(field, `应当是字符串，这里是 ${shown(value)}`);
+    return value;
+  }
+
+  number(field: string): number {
+    const value = this.fields[field];
+    if (typeof value !== "number" || !Number.isFinite(value)) this.fail(field, `应当是数字，这里是 ${shown(value)}`);
+    return value;
+  }
+
+  oneOf<T extends string>(field: string, allowed: readonly T[]): T {
+    const value = this.fields[field];
+    if (!allowed.includes(value as T)) this.fail(field, `应当是 ${allowed.join("、")} 之一，这里是 ${shown(value)}`);
+    return value as T;
   }
 
   string(field: string): string {
@@ -162,25 +224,74 @@ class EntryFields {
   }
 
   /**
-   * 消息只查信封：role 与 timestamp，以及本课程认识的角色的 content 形状。
-   * 应用用声明合并登记的角色在这里不认识，原样放行，交给 convertToLlm 决定去留。
+   * 一条消息：role 与 timestamp，再按 MESSAGE_SHAPES 查本课程认识的角色，查到每一块内容。
+   * 打开时收下的消息，之后的 prompt 都要能直接用：放过一个 content: [null]，崩溃就推迟到了下一次请求。
+   * 应用用声明合并登记的角色在这里不认识，只查信封、原样放行，交给 convertToLlm 决定去留。
    */
   message(field: string): AgentMessage {
-    const value = this.fields[field];
-    if (!isFields(value)) this.fail(field, `应当是一条消息（对象），这里是 ${shown(value)}`);
-    const { role, timestamp, content } = value;
-    if (typeof role !== "string" || role === "") this.fail(`${field}.role`, `应当是非空字符串，这里是 ${shown(role)}`);
-    if (typeof timestamp !== "number") this.fail(`${field}.timestamp`, `应当是数字，这里是 ${shown(timestamp)}`);
-    if (role === "system" && typeof content !== "string") this.fail(`${field}.content`, `在 system 消息里应当是字符串，这里是 ${shown(content)}`);
-    if ((role === "user" || role === "assistant" || role === "toolResult") && !Array.isArray(content)) {
-      this.fail(`${field}.content`, `在 ${role} 消息里应当是数组，这里是 ${shown(content)}`);
-    }
-    if (role === "custom" && typeof content !== "string" && !isTextBlocks(content)) {
-      this.fail(`${field}.content`, `在 custom 消息里应当是字符串或文字块数组，这里是 ${shown(content)}`);
-    }
-    return value as unknown as AgentMessage;
+    const read = this.object(field, "一条消息");
+    const role = read.string("role");
+    read.number("timestamp");
+    if (Object.hasOwn(MESSAGE_SHAPES, role)) MESSAGE_SHAPES[role]!(read);
+    return this.fields[field] as AgentMessage;
   }
 }
+
+// ── 消息的形状：打开时查到每一块 ────────────────────────────────
+
+const STOP_REASONS: readonly StopReason[] = ["stop", "length", "toolUse", "error", "aborted"];
+
+function textBlock(read: EntryFields): void {
+  read.oneOf("type", ["text"]);
+  read.text("text");
+}
+
+function assistantBlock(read: EntryFields): void {
+  if (read.oneOf("type", ["text", "toolCall"]) === "text") return textBlock(read);
+  read.string("id");
+  read.string("name");
+  read.optionalString("rawArguments");
+}
+
+function toolDefinition(read: EntryFields): void {
+  read.string("name");
+  read.text("description");
+  read.object("parameters", "JSON Schema");
+}
+
+/** 本课程认识的角色各自的字段；这里查过的，convertToLlm 与 Provider 都可以放心直接读。 */
+const MESSAGE_SHAPES: Readonly<Record<string, (read: EntryFields) => void>> = {
+  system: (read) => {
+    read.text("content");
+    read.list("toolsAdded", "工具定义", toolDefinition, true);
+    read.list("toolsRemoved", "工具引用", (tool) => void tool.string("name"), true);
+    const sections = read.anything("sections");
+    if (sections !== undefined && !(isFields(sections) && Object.values(sections).every((body) => body === null || typeof body === "string"))) {
+      read.fail("sections", `应当是“段落名 → 字符串或 null”的对象或省略，这里是 ${shown(sections)}`);
+    }
+  },
+  user: (read) => read.list("content", "文字块", textBlock),
+  assistant: (read) => {
+    read.list("content", "文字块或工具调用", assistantBlock);
+    read.string("provider");
+    read.string("model");
+    const usage = read.object("usage", "用量");
+    for (const count of ["input", "output", "totalTokens"]) usage.number(count);
+    read.oneOf("stopReason", STOP_REASONS);
+    read.optionalString("errorMessage");
+  },
+  toolResult: (read) => {
+    read.string("toolCallId");
+    read.string("toolName");
+    read.list("content", "文字块", textBlock);
+    read.boolean("isError");
+  },
+  custom: (read) => {
+    read.string("customType");
+    read.content("content");
+    read.boolean("display");
+  },
+};
 
 /** 每种条目自己的字段。键是条目的 type：SessionEntry 多一种而这里没登记，tsc 报错。 */
 const ENTRY_READERS: {
@@ -248,12 +359,13 @@ export function decodeEntry(value: unknown, line: number): SessionEntry {
 /**
  * 整份会话的连接关系：id 不重复；parentId 与 label 的 targetId 都指向写在前面的条目。
  * 追加式的写入者天然满足这几条，所以违反它们只能说明文件坏了，或者写入顺序乱了。
+ * lines 是每个条目所在的行号（跳过的空行不占条目）；省略时就是 1、2、3……
  */
-export function checkLinks(entries: readonly SessionEntry[]): void {
+export function checkLinks(entries: readonly SessionEntry[], lines: readonly number[] = entries.map((_, index) => index + 1)): void {
   // #region lab 10.1
   const lineOf = new Map<string, number>();
   for (const [index, entry] of entries.entries()) {
-    const line = index + 1;
+    const line = lines[index] ?? index + 1;
     const earlier = lineOf.get(entry.id);
     if (earlier !== undefined) throw new SessionEntryError("broken_link", line, `与第 ${earlier} 行重复`, "id", entry.id);
     if (entry.parentId !== null && !lineOf.has(entry.parentId)) {
@@ -270,24 +382,86 @@ export function checkLinks(entries: readonly SessionEntry[]): void {
   // #endregion
 }
 
+// ── 写出去：只写 JSON 原样存得下的值 ─────────────────────────────
+
+function pathOf(path: string, key: string | number): string {
+  if (typeof key === "number") return `${path}[${key}]`;
+  return path === "" ? key : `${path}.${key}`;
+}
+
+/**
+ * value 里第一处 JSON 存不下（或存下之后读回来不一样）的地方；全都存得下就交回 undefined。
+ * 存得下的只有 null、布尔、有限的数、字符串、数组和普通对象。对象里值为 undefined 的字段没关系：
+ * 它本来就表示“没有这个字段”，写进文件就是省略，读回来还是没有。
+ */
+export function unstorablePart(value: unknown, path = "", ancestors = new Set<object>()): string | undefined {
+  // #region lab 10.1
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return undefined;
+    case "number":
+      return Number.isFinite(value) ? undefined : `${path} 是 ${value}，JSON 里没有这个数`;
+    case "bigint":
+      return `${path} 是 BigInt（${value}n），JSON 表示不了它`;
+    case "function":
+    case "symbol":
+      return `${path} 是${typeof value === "function" ? "一个函数" : "一个 Symbol"}，JSON 会把它悄悄丢掉`;
+    case "undefined":
+      return `${path} 是 undefined，数组里的 undefined 会变成 null`;
+  }
+  if (typeof value !== "object" || value === null) return undefined;
+  if (ancestors.has(value)) return `${path} 引用了包含它的对象（循环引用）`;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) {
+    return `${path} 是 ${value.constructor?.name ?? "带原型的对象"}，不是普通对象，JSON 读回来就不是它了`;
+  }
+  ancestors.add(value);
+  const parts: [string | number, unknown][] = Array.isArray(value) ? value.map((item, index) => [index, item]) : Object.entries(value);
+  for (const [key, item] of parts) {
+    if (item === undefined && typeof key === "string") continue;
+    const problem = unstorablePart(item, pathOf(path, key), ancestors);
+    if (problem !== undefined) return problem;
+  }
+  ancestors.delete(value);
+  return undefined;
+  // #endregion
+}
+
+/** 存不下就当场抛出 unstorable：什么也还没写，调用方这一次失败，别的都不受影响。 */
+export function assertStorable(value: unknown, what: string): void {
+  const problem = unstorablePart(value);
+  if (problem !== undefined) {
+    throw new SessionStoreError("unstorable", `${what}存不进会话文件：${problem}。会话文件里存的必须与内存里的一模一样，所以这一次被拒绝，什么也没写。`);
+  }
+}
+
 /** 一个条目写成一行：JSON 里的换行都被转义，所以一行里不会出现真正的换行符。 */
 export function encodeEntry(entry: SessionEntry): string {
+  assertStorable(entry, `${entry.type} 条目`);
   return JSON.stringify(entry);
 }
 
-/** 已经提交的各行 → 条目。任何一行不对都整体失败：跳过一行，后面的条目就会接到错误的父节点上。 */
+/**
+ * 已经提交的各行 → 条目。任何一行不对都整体失败：跳过一行，后面的条目就会接到错误的父节点上。
+ * 空行例外：它不承载任何条目（手工编辑常会留下一个），跳过它不会让哪个条目失去父亲。
+ */
 export function decodeLines(lines: readonly string[]): SessionEntry[] {
   // #region lab 10.1
-  const entries = lines.map((text, index) => {
+  const entries: SessionEntry[] = [];
+  const numbers: number[] = [];
+  for (const [index, text] of lines.entries()) {
+    if (text.trim() === "") continue;
     let value: unknown;
     try {
       value = JSON.parse(text);
     } catch (error) {
       throw new SessionEntryError("invalid_json", index + 1, `不是合法的 JSON（${(error as Error).message}）`);
     }
-    return decodeEntry(value, index + 1);
-  });
-  checkLinks(entries);
+    entries.push(decodeEntry(value, index + 1));
+    numbers.push(index + 1);
+  }
+  checkLinks(entries, numbers);
   return entries;
   // #endregion
 }

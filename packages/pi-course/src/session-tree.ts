@@ -6,23 +6,26 @@
  *   从根走到 leaf 的那条路径，就是“这一次对话”；模型看到的上下文从这条路径构建。
  *
  * 写入一条接一条地交给存储，顺序与追加的顺序相同：父条目总是先于子条目落盘。
+ * 存不下的条目当场拒绝，不进树也不进队列；一次写入失败之后，树不再接受新的条目。
  */
 
 import { randomUUID } from "node:crypto";
 
 import { interactionBoundaries, type ContextItem } from "./compaction.js";
 import { createBranchSummaryMessage, createCompactionSummaryMessage, createCustomMessage } from "./messages.js";
-import type {
-  BranchSummaryEntry,
-  CompactionEntry,
-  CustomEntry,
-  CustomMessageEntry,
-  LabelEntry,
-  SessionEntry,
-  SessionMessageEntry,
+import {
+  assertStorable,
+  SessionStoreError,
+  type BranchSummaryEntry,
+  type CompactionEntry,
+  type CustomEntry,
+  type CustomMessageEntry,
+  type LabelEntry,
+  type SessionEntry,
+  type SessionMessageEntry,
 } from "./session-entries.js";
 import type { SessionStore, TornLine } from "./session-store.js";
-import { currentSystemMessage, type AgentMessage, type TextContent } from "./types.js";
+import { currentSystemMessage, text, type AgentMessage, type TextContent, type ToolCall, type ToolResultMessage } from "./types.js";
 
 // ── 类型 ────────────────────────────────────────────────────────
 
@@ -64,6 +67,53 @@ export function entryToMessages(entry: SessionEntry): AgentMessage[] {
       throw new Error(`没有处理的条目种类：${JSON.stringify(unhandled)}`);
     }
   }
+  // #endregion
+}
+
+/** 会话写不进去了：说出第一次失败的原因，之后的一切都拒绝。AgentSession 也用它。 */
+export function unwritable(cause: unknown): SessionStoreError {
+  const reason = cause instanceof Error ? cause.message : String(cause);
+  return new SessionStoreError("unwritable", `会话的上一次写入失败了（${reason}）：记录已经不完整，这个会话不再接受新的内容。排除问题之后重新打开会话。`, { cause });
+}
+
+/** 补给没有结果的调用：告诉模型这次调用没有下文（写给模型看，所以是英文）。 */
+export const UNAVAILABLE_RESULT = "Tool result unavailable: the session ended before this call completed.";
+
+function unavailableResult(call: ToolCall, timestamp: number): ToolResultMessage {
+  return { role: "toolResult", toolCallId: call.id, toolName: call.name, content: [text(UNAVAILABLE_RESULT)], isError: true, timestamp };
+}
+
+/**
+ * 让每个工具调用恰好有一个结果，Provider 才肯收这份上下文。进程死在工具运行时（或结果那一行没写成），
+ * 路径上就留下没有结果的调用：紧跟在 assistant 后面的结果照原样排，缺的各补一条 isError 结果；
+ * 找不到调用（或来晚了）的结果丢掉。补上的结果不写进文件：它每次都从同一条路径推出来，时间戳取那条 assistant 的。
+ */
+export function pairToolCalls(messages: readonly AgentMessage[]): AgentMessage[] {
+  // #region lab 10.3
+  const paired: AgentMessage[] = [];
+  let waiting: ToolCall[] = [];
+  let askedAt = 0;
+  const settle = () => {
+    for (const call of waiting) paired.push(unavailableResult(call, askedAt));
+    waiting = [];
+  };
+  for (const message of messages) {
+    if (message.role === "toolResult") {
+      const call = waiting.find((candidate) => candidate.id === message.toolCallId);
+      if (call === undefined) continue;
+      waiting = waiting.filter((candidate) => candidate !== call);
+      paired.push(message);
+      continue;
+    }
+    settle();
+    paired.push(message);
+    if (message.role === "assistant") {
+      waiting = message.content.filter((block): block is ToolCall => block.type === "toolCall");
+      askedAt = message.timestamp;
+    }
+  }
+  settle();
+  return paired;
   // #endregion
 }
 
@@ -120,6 +170,8 @@ export class SessionTree {
   private leafId: string | null = null;
   /** 排队中的写入：每一条都接在前一条后面。 */
   private writes: Promise<void> = Promise.resolve();
+  /** 第一次写入失败的原因；有了它，树不再接受新的条目。 */
+  private failure: unknown;
 
   /** 从存储里读回全部条目（读不回来就抛出，不会得到一棵少了几条的树）。leaf 落在最后一条上。 */
   static async open(store: SessionStore, options: SessionTreeOptions = {}): Promise<SessionTree> {
@@ -168,10 +220,10 @@ export class SessionTree {
     // #endregion
   }
 
-  /** 模型此刻该看到的对话：沿当前路径，把每个条目换成它贡献的消息。 */
+  /** 模型此刻该看到的对话：沿当前路径，把每个条目换成它贡献的消息，每个工具调用都配上结果。 */
   buildSessionContext(): AgentMessage[] {
-    // 第 11 章起经过 contextItems：压缩条目会换掉它之前的历史。
-    return contextItems(this.getBranch()).map((item) => item.message);
+    // 第 11 章起经过 contextItems：压缩条目会换掉它之前的历史；每个工具调用照样配上结果。
+    return pairToolCalls(contextItems(this.getBranch()).map((item) => item.message));
   }
 
   // ── 改 leaf ──
@@ -232,22 +284,44 @@ export class SessionTree {
     await this.writes;
   }
 
-  /** 新条目：填上公共字段，先进内存里的索引（调用方立刻就能读到），再排进写入队列。 */
+  /** 等排队中的写入走完；有一次失败过，就抛出 unwritable（带着那次的原因）。 */
+  async assertWritable(): Promise<void> {
+    await this.writes.catch(() => {});
+    this.refuseIfFailed();
+  }
+
+  /**
+   * 新条目：填上公共字段，先进内存里的索引（调用方立刻就能读到），再排进写入队列。
+   * 存不下的条目当场抛出 unstorable，树和队列都不动；写入失败过的树抛出 unwritable。
+   */
   private append<E extends SessionEntry>(body: EntryBody<E>): E {
     // #region lab 10.3
+    this.refuseIfFailed();
     const entry = {
       ...body,
       id: this.uniqueId(),
       parentId: this.leafId,
       timestamp: new Date(this.now()).toISOString(),
     } as unknown as E;
+    // 先查能不能存：一个 BigInt 若在队列里才失败，链条从此 rejected，后面的条目就都悄悄丢了。
+    assertStorable(entry, `${entry.type} 条目`);
     this.remember(entry);
     // 接在前一次写入后面：父条目一定先落盘。前一次失败了，这一次就不再写（链条一直是 rejected）。
     const write = this.writes.then(() => this.store.append(entry));
-    // 失败留给 flush() 报告；这里先挂一个处理器，免得它成为“没人处理的 rejection”。
-    write.catch(() => {});
+    // 失败留给 flush() 报告；这里记下原因，之后的追加当场拒绝。
+    write.catch((error: unknown) => {
+      this.failure ??= error;
+    });
     this.writes = write;
     return entry;
+    // #endregion
+  }
+
+  /** 写入失败过的树不再接受任何东西：记录已经缺了一段，再往上接只会让缺口藏得更深。 */
+  private refuseIfFailed(): void {
+    // #region lab 10.3
+    if (this.failure === undefined) return;
+    throw unwritable(this.failure);
     // #endregion
   }
 

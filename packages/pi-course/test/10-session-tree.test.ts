@@ -1,11 +1,14 @@
 import assert from "node:assert/strict";
-import { appendFile, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
+import { appendFile, mkdir, mkdtemp, open, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import test, { type TestContext } from "node:test";
 
 import { AgentSession } from "../src/agent-session.js";
 import type { CustomMessage } from "../src/messages.js";
+import { s } from "../src/schema.js";
 import { ScriptedModel, type ScriptedTurn } from "../src/scripted-model.js";
 import {
   decodeLines,
@@ -15,8 +18,9 @@ import {
   type SessionMessageEntry,
 } from "../src/session-entries.js";
 import { InMemorySessionStore, JsonlSessionStore, type LoadedSession, type SessionStore } from "../src/session-store.js";
-import { SessionTree } from "../src/session-tree.js";
-import { text, userMessage, type AgentMessage } from "../src/types.js";
+import { SessionTree, UNAVAILABLE_RESULT } from "../src/session-tree.js";
+import { defineTool } from "../src/tools.js";
+import { text, userMessage, type AgentMessage, type ToolCall } from "../src/types.js";
 
 // ── 场景 ────────────────────────────────────────────────────────
 
@@ -87,6 +91,46 @@ function requestText(model: ScriptedModel, index: number): string {
   return JSON.stringify(model.requests[index]);
 }
 
+function codeOf(error: unknown): unknown {
+  return (error as { code?: unknown }).code;
+}
+
+/** 断言一次失败带着稳定的 code，信息里有这些字样。 */
+function checkFailure(error: unknown, code: string, says: string[]): true {
+  assert.equal(codeOf(error), code, `code 不对：${String(error)}`);
+  for (const words of says) assert.ok((error as Error).message.includes(words), `错误信息应当包含「${words}」：${(error as Error).message}`);
+  return true;
+}
+
+function throwsWithCode(run: () => unknown, code: string, says: string[] = []): void {
+  assert.throws(run, (error: unknown) => checkFailure(error, code, says));
+}
+
+async function rejectsWithCode(run: Promise<unknown>, code: string, says: string[] = []): Promise<void> {
+  await assert.rejects(run, (error: unknown) => checkFailure(error, code, says));
+}
+
+function readCall(id: string, file: string): ToolCall {
+  return { type: "toolCall", id, name: "read", arguments: { path: file } };
+}
+
+/** 一条请求工具的 assistant 消息。 */
+function asking(calls: ToolCall[], timestamp: number): AgentMessage {
+  return {
+    role: "assistant",
+    content: [text("我先读一下。"), ...calls],
+    provider: "scripted",
+    model: "scripted-v1",
+    usage: { input: 0, output: 0, totalTokens: 0 },
+    stopReason: "toolUse",
+    timestamp,
+  };
+}
+
+function readResult(toolCallId: string, body: string, timestamp: number): AgentMessage {
+  return { role: "toolResult", toolCallId, toolName: "read", content: [text(body)], isError: false, timestamp };
+}
+
 // ── 10.1 条目与边界上的检查 ─────────────────────────────────────
 
 test("10.1 四种条目各写成一行，读回来逐字段相同", () => {
@@ -123,13 +167,51 @@ test("10.1 一行不是 JSON、不是对象或没有 id：错误照样说出行�
   expectEntryError(() => decodeLines(lines({ type: "custom", parentId: null, timestamp: STAMP, customType: "x" })), { line: 1, field: "id", entryId: undefined }, ["字段 id"]);
 });
 
-test("10.1 消息只查信封：认识的角色查 content 的形状，应用登记的角色原样放行", () => {
+test("10.1 消息的角色：认识的角色查 content 的形状，应用登记的角色只查信封、原样放行", () => {
   const flat = messageEntry("a", null, { ...userMessage("你好", 1), content: "你好" } as unknown as AgentMessage);
-  expectEntryError(() => decodeLines(lines(flat)), { line: 1, entryId: "a", field: "message.content" }, ["user", "数组"]);
+  expectEntryError(() => decodeLines(lines(flat)), { line: 1, entryId: "a", field: "message.content" }, ["文字块的数组"]);
   const noRole = { type: "message", id: "a", parentId: null, timestamp: STAMP, message: { content: [], timestamp: 1 } };
   expectEntryError(() => decodeLines(lines(noRole)), { field: "message.role" }, ["message.role"]);
   const audit = { type: "message", id: "a", parentId: null, timestamp: STAMP, message: { role: "auditNote", text: "跳过了 3 个文件", timestamp: 1 } };
   assert.deepEqual(decodeLines(lines(audit)), [audit], "应用自己的角色由 convertToLlm 决定去留，边界上不拦");
+});
+
+test("10.1 消息查到每一块：空的内容块、缺 text 的块、坏的工具集在打开时就被拒绝，错误指到具体的字段", () => {
+  const at = (message: unknown) => lines({ type: "message", id: "m", parentId: null, timestamp: STAMP, message });
+  expectEntryError(() => decodeLines(at({ role: "user", content: [null], timestamp: 1 })), { code: "invalid_entry", line: 1, entryId: "m", field: "message.content[0]" }, ["第 1 行（条目 m）", "null"]);
+  expectEntryError(() => decodeLines(at({ role: "user", content: [{ type: "text" }], timestamp: 1 })), { field: "message.content[0].text" }, ["缺失"]);
+  expectEntryError(() => decodeLines(at({ role: "system", content: "你是 tiny-pi。", toolsAdded: 5, timestamp: 1 })), { field: "message.toolsAdded" }, ["5"]);
+  expectEntryError(() => decodeLines(at({ role: "system", content: "", toolsAdded: [{ name: "read" }], timestamp: 1 })), { field: "message.toolsAdded[0].description" }, []);
+  const answer = asking([readCall("c1", "README.md")], 2);
+  const broken = (patch: Record<string, unknown>) => at({ ...answer, ...patch });
+  expectEntryError(() => decodeLines(broken({ content: [{ type: "toolCall", name: "read", arguments: {} }] })), { field: "message.content[0].id" }, []);
+  expectEntryError(() => decodeLines(broken({ stopReason: "done" })), { field: "message.stopReason" }, ["done"]);
+  expectEntryError(() => decodeLines(broken({ usage: undefined })), { field: "message.usage" }, []);
+  expectEntryError(() => decodeLines(at({ role: "toolResult", toolCallId: "c1", toolName: "read", content: [text("…")], timestamp: 3 })), { field: "message.isError" }, []);
+  expectEntryError(() => decodeLines(at({ role: "custom", customType: "hint", content: [{ type: "image" }], display: true, timestamp: 3 })), { field: "message.content" }, []);
+  assert.deepEqual(decodeLines(at(answer)).map((entry) => (entry as SessionMessageEntry).message), [answer], "完整的消息照常读回");
+});
+
+test("10.1 空行不是损坏：跳过它，后面的错误照样说出自己的行号", () => {
+  assert.deepEqual(decodeLines([encodeEntry(q1), "", "  ", encodeEntry(a1)]), [q1, a1]);
+  expectEntryError(() => decodeLines([encodeEntry(q1), "", JSON.stringify({ ...a1, id: "a" })]), { code: "broken_link", line: 3, field: "id" }, ["第 3 行", "与第 1 行重复"]);
+  expectEntryError(() => decodeLines(["", encodeEntry(a1)]), { code: "broken_link", line: 2, field: "parentId" }, ["第 2 行"]);
+});
+
+test("10.1 encodeEntry 只写 JSON 原样存得下的值：BigInt、函数、循环引用、NaN、Date 当场失败并说出位置", () => {
+  const custom = (data: unknown): SessionEntry => ({ type: "custom", id: "x", parentId: null, timestamp: STAMP, customType: "audit", data });
+  const cycle: Record<string, unknown> = { name: "环" };
+  cycle.self = cycle;
+  const cases: [unknown, string][] = [
+    [{ size: 10n }, "data.size"],
+    [{ run: () => 1 }, "data.run"],
+    [cycle, "data.self"],
+    [{ ratio: Number.NaN }, "data.ratio"],
+    [{ when: new Date(0) }, "data.when"],
+    [[1, undefined], "data[1]"],
+  ];
+  for (const [data, where] of cases) throwsWithCode(() => encodeEntry(custom(data)), "unstorable", [where, "存不进会话文件"]);
+  assert.equal(encodeEntry(custom({ note: undefined, kept: 1 })), JSON.stringify(custom({ kept: 1 })), "值为 undefined 的字段就是省略，读回来一样");
 });
 
 test("10.1 连接关系：id 不重复，parentId 与书签的 targetId 都指向写在前面的条目", () => {
@@ -195,6 +277,100 @@ test("10.2 中间坏了一行（或最后一行带着换行却坏了）就拒绝
 
   await writeFile(file, Buffer.concat([Buffer.from(`${encodeEntry(q1)}\n`), Buffer.from([0xff, 0xfe, 0x0a])]));
   await rejectsWithEntryError(new JsonlSessionStore(file).load(), { code: "invalid_json", line: 2 });
+});
+
+test("10.2 会话路径不是普通文件（目录、设备、FIFO）：打开和追加都一句话拒绝并说出路径，绝不卡住", { timeout: 5_000 }, async (t) => {
+  const dir = await tempDir(t);
+  const folder = dir.file("a-folder");
+  await mkdir(folder);
+  const paths = [folder];
+  if (process.platform !== "win32") {
+    const fifo = dir.file("pipe.jsonl");
+    execFileSync("mkfifo", [fifo]);
+    paths.push("/dev/null", fifo);
+  }
+  for (const where of paths) {
+    await rejectsWithCode(new JsonlSessionStore(where).load(), "not_a_file", [where, "不是普通文件"]);
+    await rejectsWithCode(new JsonlSessionStore(where).append(q1), "not_a_file", [where, "不是普通文件"]);
+  }
+});
+
+test("10.2 一行只用一次 write：2 MB 的条目也是追加句柄上的一次写入，别的写入者插不进它的中间", { timeout: 5_000 }, async (t) => {
+  const dir = await tempDir(t);
+  const file = dir.file("one-write.jsonl");
+  const probe = await open(file, "a");
+  const handles = Object.getPrototypeOf(probe) as { write: (...args: unknown[]) => Promise<{ bytesWritten: number }> };
+  await probe.close();
+  const original = handles.write;
+  const writes: number[] = [];
+  handles.write = async function (this: unknown, ...args: unknown[]) {
+    const result = await original.apply(this, args);
+    writes.push(result.bytesWritten);
+    return result;
+  };
+  t.after(() => {
+    handles.write = original;
+  });
+  const entry = messageEntry("big", null, userMessage("x".repeat(2 * 1024 * 1024), 1));
+  await new JsonlSessionStore(file).append(entry);
+  const line = Buffer.byteLength(`${encodeEntry(entry)}\n`);
+  assert.ok(writes.includes(line), `整行应当一次写出（${line} 字节），实际的各次写入：${writes.join("、") || "没有一次写在句柄上"}`);
+});
+
+test("10.2 同一时刻只有一个写入者：两个 store 同时追加 2 MB 的条目，一个被拒绝，文件照样打得开", { timeout: 10_000 }, async (t) => {
+  const dir = await tempDir(t);
+  const file = dir.file("two.jsonl");
+  const big = (id: string) => messageEntry(id, null, userMessage(id.repeat(2 * 1024 * 1024), 1));
+  const first = new JsonlSessionStore(file);
+  const second = new JsonlSessionStore(file);
+  await first.load();
+  await second.load();
+  const results = await Promise.allSettled([first.append(big("x")), second.append(big("y"))]);
+  const refused = results.flatMap((result) => (result.status === "rejected" ? [result.reason as unknown] : []));
+  assert.equal(refused.length, 1, "恰好一个写入者被拒绝");
+  assert.ok(["locked", "changed"].includes(codeOf(refused[0]) as string), String(refused[0]));
+  assert.ok((refused[0] as Error).message.includes("另一个写入者"), (refused[0] as Error).message);
+  assert.equal((await new JsonlSessionStore(file).load()).entries.length, 1, "文件打得开，里面是完整的一条");
+
+  // 打开之后文件被别人写过：这个写入者见过的已经不是现在的文件，不能再往上追加。
+  const stale = new JsonlSessionStore(file);
+  await stale.load();
+  const fresh = new JsonlSessionStore(file);
+  await fresh.load();
+  await fresh.append(messageEntry("z", null, userMessage("z", 2)));
+  await rejectsWithCode(stale.append(q1), "changed", [file, "另一个写入者"]);
+  assert.equal((await new JsonlSessionStore(file).load()).entries.length, 2);
+});
+
+test("10.2 写锁跨进程：别的进程持有锁时追加被拒绝并说出它的 pid；那个进程死了，留下的锁被认出并接管", { timeout: 10_000 }, async (t) => {
+  const dir = await tempDir(t);
+  const file = dir.file("shared.jsonl");
+  const storeUrl = new URL("../src/session-store.js", import.meta.url).href;
+  const script = [
+    `const { lockForWriting } = await import(${JSON.stringify(storeUrl)});`,
+    "await lockForWriting(process.env.SESSION_FILE);",
+    'process.stdout.write("locked\\n");',
+    "setInterval(() => {}, 60_000);",
+  ].join("\n");
+  const holder = spawn(process.execPath, ["--input-type=module", "-e", script], {
+    env: { ...process.env, SESSION_FILE: file },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  t.after(() => void holder.kill("SIGKILL"));
+  let stderr = "";
+  holder.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = once(holder, "exit");
+  await Promise.race([
+    once(holder.stdout, "data"),
+    exited.then(() => assert.fail(`持锁的子进程没拿到锁就退出了：${stderr}`)),
+  ]);
+
+  await rejectsWithCode(new JsonlSessionStore(file).append(q1), "locked", [file, `进程 ${holder.pid}`, "另一个写入者"]);
+  holder.kill("SIGKILL");
+  await exited;
+  const store = new JsonlSessionStore(file);
+  await store.append(q1);
+  assert.deepEqual((await store.load()).entries, [q1], "死掉的进程留下的锁被接管，这一条照常写进去");
 });
 
 test("10.2 内存存储与 JSONL 接口相同：存的是同样的行，读回来过同一道检查", { timeout: 5_000 }, async (t) => {
@@ -321,6 +497,37 @@ test("10.3 一次写入失败：flush 报出那次的错误，之后的条目不
   await assert.rejects(tree.flush(), /磁盘满了/);
   assert.equal(calls, 2, "失败之后不再写：文件里不能出现缺了父条目的孩子");
   assert.deepEqual(inner.text.map((line) => JSON.parse(line).id), ["e1"]);
+  throwsWithCode(() => tree.appendMessage(userMessage("四", 4)), "unwritable", ["磁盘满了"]);
+});
+
+test("10.3 存不下的值只让那一次追加当场失败：树不记它，写入队列不受影响，之后的条目照常落盘", { timeout: 5_000 }, async () => {
+  const store = new InMemorySessionStore();
+  const tree = await SessionTree.open(store, { now, newId: counter() });
+  tree.appendMessage(userMessage("一", 1));
+  throwsWithCode(() => tree.appendCustomEntry("audit", { size: 10n }), "unstorable", ["data.size", "BigInt"]);
+  assert.equal(tree.getLeafId(), "e1", "失败的那一次没有进树");
+  const next = tree.appendMessage(userMessage("二", 2));
+  assert.equal(next.parentId, "e1");
+  await tree.flush();
+  assert.deepEqual(store.text.map((line) => JSON.parse(line).id), ["e1", next.id], "之后的条目照常写进去");
+  assert.deepEqual((await store.load()).entries, tree.getEntries(), "存下的就是内存里的");
+});
+
+test("10.3 上下文里每个工具调用都配上结果：缺的补一条 isError 结果，找不到调用的结果丢掉", { timeout: 5_000 }, async () => {
+  const tree = await SessionTree.open(new InMemorySessionStore(), { now, newId: counter() });
+  const answered = readResult("c1", "a 的内容", 3);
+  tree.appendMessage(readResult("early", "没有调用就来的结果", 1));
+  tree.appendMessage(userMessage("读两个文件", 1));
+  tree.appendMessage(asking([readCall("c1", "a"), readCall("c2", "b")], 2));
+  tree.appendMessage(answered);
+  tree.appendMessage(readResult("ghost", "谁也没要的结果", 4));
+  tree.appendMessage(userMessage("继续", 5));
+  const context = tree.buildSessionContext();
+  assert.deepEqual(roles(context), ["user", "assistant", "toolResult", "toolResult", "user"]);
+  assert.deepEqual(context[2], answered);
+  assert.deepEqual(context[3], { role: "toolResult", toolCallId: "c2", toolName: "read", content: [text(UNAVAILABLE_RESULT)], isError: true, timestamp: 2 });
+  assert.doesNotMatch(JSON.stringify(context), /ghost|early/);
+  assert.equal(tree.getEntries().length, 6, "补上的结果只在上下文里，树里的条目一条没变");
 });
 
 // ── 10.4 AgentSession ──────────────────────────────────────────
@@ -427,4 +634,103 @@ test("10.4 在会话上分叉：从较早的回答接着问，请求里只有根
   assert.deepEqual(roles(sent), ["system", "user", "assistant", "user"]);
   assert.ok(!JSON.stringify(sent).includes("它有几个文件？"), "被放下的分支不该出现在请求里");
   assert.equal((await store.load()).entries.length, 7, "旧分支的问答还在记录里");
+});
+
+/** 一块会写满的磁盘：前 ok 次写入成功，之后每一次都以 ENOSPC 失败。 */
+function fullDisk(ok: number): SessionStore & { inner: InMemorySessionStore } {
+  const inner = new InMemorySessionStore();
+  let left = ok;
+  return {
+    inner,
+    load: () => inner.load(),
+    async append(entry) {
+      left -= 1;
+      if (left < 0) throw Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
+      await inner.append(entry);
+    },
+  };
+}
+
+test("10.4 写入失败之后会话失效：这次 prompt 报出原因，下一次 prompt 在调用模型之前就被拒绝", { timeout: 5_000 }, async () => {
+  const silent = new ScriptedModel([say("不该有这一次。")], { now });
+  const broken = new AgentSession({ tree: await SessionTree.open(fullDisk(0), { now }), model: silent, systemPrompt: "你是 tiny-pi。", now });
+  await rejectsWithCode(broken.prompt("你好"), "unwritable", ["ENOSPC", "不再接受"]);
+  assert.equal(silent.requests.length, 0, "第一条 system 就没写进去：模型一次也没被调用");
+
+  const disk = fullDisk(2); // system 与第一问写得进去，第一答写不进去
+  const model = new ScriptedModel([say("叫 tiny-pi。"), say("不该有这一次。")], { now });
+  const session = new AgentSession({ tree: await SessionTree.open(disk, { now }), model, systemPrompt: "你是 tiny-pi。", now });
+  await assert.rejects(session.prompt("项目叫什么？"), /ENOSPC/);
+  assert.equal(model.requests.length, 1);
+  await rejectsWithCode(session.prompt("它有几个文件？"), "unwritable", ["ENOSPC"]);
+  assert.equal(model.requests.length, 1, "写不进去的会话不再调用模型");
+  throwsWithCode(() => session.appendEntry("audit", { n: 1 }), "unwritable");
+  assert.equal(disk.inner.text.length, 2);
+});
+
+test("10.4 同一个会话文件上的第二个 AgentSession：它的写入被拒绝，它的 prompt 不调用模型，文件里只有第一个会话的对话", { timeout: 5_000 }, async (t) => {
+  const dir = await tempDir(t);
+  const file = dir.file("shared.jsonl");
+  // 两棵树在文件还空着的时候打开：两个会话都以为自己是新的。
+  const trees = [await SessionTree.open(new JsonlSessionStore(file), { now }), await SessionTree.open(new JsonlSessionStore(file), { now })];
+  const firstModel = new ScriptedModel([say("叫 tiny-pi。")], { now });
+  const first = new AgentSession({ tree: trees[0]!, model: firstModel, systemPrompt: "你是 tiny-pi。", now });
+  await first.prompt("项目叫什么？");
+  const secondModel = new ScriptedModel([say("不该有这一次。")], { now });
+  const second = new AgentSession({ tree: trees[1]!, model: secondModel, systemPrompt: "你是另一个会话。", now });
+  await rejectsWithCode(second.prompt("它有几个文件？"), "unwritable", [file, "另一个写入者"]);
+  assert.equal(secondModel.requests.length, 0, "第二个会话的 prompt 在调用模型之前就被拒绝");
+  const reopened = await SessionTree.open(new JsonlSessionStore(file));
+  assert.deepEqual(reopened.buildSessionContext(), first.messages, "文件里只有第一个会话的对话");
+});
+
+test("10.4 存不下的数据：appendEntry 与 sendMessage 当场抛出、什么也不多；工具的 details 存不下，这次 prompt 失败，会话不再调用模型", { timeout: 5_000 }, async () => {
+  const store = new InMemorySessionStore();
+  const sizeTool = defineTool({
+    name: "size",
+    description: "报告文件有多少字节",
+    parameters: s.object({ path: s.string() }),
+    async execute() {
+      return { content: [text("12 字节")], details: { bytes: 12n } };
+    },
+  });
+  const call: ToolCall = { type: "toolCall", id: "c1", name: "size", arguments: { path: "README.md" } };
+  const model = new ScriptedModel([{ kind: "reply", content: [call], stopReason: "toolUse" }, say("12 字节。"), say("不该有这一次。")], { now });
+  const session = new AgentSession({ tree: await SessionTree.open(store, { now }), model, systemPrompt: "你是 tiny-pi。", tools: [sizeTool], now });
+  throwsWithCode(() => session.appendEntry("audit", { bytes: 12n }), "unstorable", ["data.bytes", "BigInt"]);
+  throwsWithCode(() => session.sendMessage({ customType: "hint", content: "看看大小", display: true, details: { bytes: 12n } }), "unstorable", ["details.bytes"]);
+  assert.deepEqual(roles(session.messages), ["system"], "transcript 没有多出任何一条");
+  await session.flush();
+  assert.equal(store.text.length, 1, "文件里也没有");
+
+  await rejectsWithCode(session.prompt("README 多大？"), "unwritable", ["details.bytes", "BigInt"]);
+  assert.equal(model.requests.length, 1, "记录缺了一条：这次运行就地停下，不再带着它去问模型");
+  await rejectsWithCode(session.prompt("再问一次"), "unwritable");
+  assert.equal(model.requests.length, 1, "之后的 prompt 也不再调用模型");
+  const reopened = await SessionTree.open(store);
+  assert.deepEqual(roles(reopened.buildSessionContext()), ["system", "user", "assistant", "toolResult"], "文件照样打得开");
+});
+
+test("10.4 续上一个死在工具中途的会话：没有结果的调用各补一条 isError 结果再发请求，找不到调用的结果不发", { timeout: 5_000 }, async (t) => {
+  const dir = await tempDir(t);
+  const file = dir.file("killed.jsonl");
+  const written = [
+    messageEntry("s", null, { role: "system", content: "你是 tiny-pi。", timestamp: 1 }),
+    messageEntry("u", "s", userMessage("读 a 和 b", 2)),
+    messageEntry("a", "u", asking([readCall("c1", "a"), readCall("c2", "b")], 3)),
+    messageEntry("r1", "a", readResult("c1", "a 的内容", 4)),
+    messageEntry("r9", "r1", readResult("ghost", "谁也没要的结果", 5)),
+    // c2 的结果那一行没来得及写：进程在工具运行时被杀掉了。
+  ];
+  await writeFile(file, written.map((entry) => `${encodeEntry(entry)}\n`).join(""));
+
+  const model = new ScriptedModel([say("a 读到了，b 没有结果。")], { now });
+  const session = new AgentSession({ tree: await SessionTree.open(new JsonlSessionStore(file), { now }), model, now });
+  await session.prompt("结果呢？");
+  const sent = model.requests[0]?.messages ?? [];
+  assert.deepEqual(roles(sent), ["system", "user", "assistant", "toolResult", "toolResult", "user"]);
+  assert.deepEqual(sent[4], { role: "toolResult", toolCallId: "c2", toolName: "read", content: [text(UNAVAILABLE_RESULT)], isError: true, timestamp: 3 });
+  assert.doesNotMatch(JSON.stringify(sent), /ghost/);
+  const reopened = await SessionTree.open(new JsonlSessionStore(file));
+  assert.deepEqual(reopened.buildSessionContext(), session.messages, "补上的结果每次都从同一条路径推出来");
 });
