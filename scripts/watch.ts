@@ -97,7 +97,7 @@ class Session {
     private readonly progressFile: string,
     private readonly options: { poll: boolean; intervalMs?: number },
   ) {
-    this.tests = new WarmTests(dir);
+    this.tests = new WarmTests();
     // 整个文件一次，外加每个实践的 pattern（有失败时单独再跑）：各备一个进程
     this.tests.prepare([undefined, ...chapter.labs.flatMap((lab) => lab.runs.map((run) => run.pattern)).filter((pattern) => pattern !== undefined)]);
   }
