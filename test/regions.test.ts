@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { CourseError } from "../scripts/engine/errors.ts";
-import { cutRegions, findRegions } from "../scripts/engine/regions.ts";
+import { anchorProblem, applyAnchored, cutRegions, findRegions } from "../scripts/engine/regions.ts";
 
 const FILE = "packages/pi-course/src/demo.ts";
 
@@ -93,4 +93,27 @@ test("写错的标记：没闭合、嵌套、多出来的 #endregion、拼写不
   expectInvalid(["x();", "// #endregion"], /demo\.ts:2：多出来的 #endregion/);
   expectInvalid(["// #region 9.1", "// #endregion"], /demo\.ts:1：区域标记应当写成/);
   assert.deepEqual(findRegions("const a = 1;\n", FILE), []);
+});
+
+test("点名区域的锚点：只在那个实践的区域里找原文，文件别处同样的文字不算，替换也只落在区域里", () => {
+  const file = "src/store.ts";
+  const source = [
+    "const limit = 1;",
+    "export function append(): number {",
+    "  // #region lab 10.2",
+    "  const limit = 1;",
+    "  return limit;",
+    "  // #endregion",
+    "}",
+    "",
+  ].join("\n");
+  const anchor = { file, find: "const limit = 1;", replace: "const limit = 2;" };
+  assert.equal(anchorProblem(source, anchor), `原文在 ${file} 里出现 2 次，应当恰好 1 次`);
+  assert.equal(anchorProblem(source, { ...anchor, region: "10.2" }), undefined);
+  const replaced = applyAnchored(source, { ...anchor, region: "10.2" });
+  assert.deepEqual(replaced.split("\n").slice(0, 4), ["const limit = 1;", "export function append(): number {", "  // #region lab 10.2", "  const limit = 2;"]);
+  assert.equal(anchorProblem(source, { ...anchor, find: "return limit;", region: "10.2" }), undefined);
+  assert.equal(anchorProblem(source, { ...anchor, find: "export function", region: "10.2" }), `原文在 ${file} 的实践 10.2 区域里出现 0 次，应当恰好 1 次`);
+  assert.equal(anchorProblem(source, { ...anchor, region: "10.3" }), `原文要在 ${file} 的实践 10.3 区域里找，文件里却没有这个实践的区域`);
+  assert.throws(() => applyAnchored(source, anchor), (error: unknown) => error instanceof CourseError && error.code === "ANCHOR_INVALID");
 });
