@@ -3,10 +3,10 @@ import path from "node:path";
 
 import { loadChapters } from "./engine/chapters.js";
 import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
+import { openProgress } from "./engine/course.js";
 import { usageError } from "./engine/errors.js";
 import { ensureHistory } from "./engine/history.js";
 import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
-import { loadProgress, progressPath } from "./engine/progress.js";
 import { pad } from "./engine/screen.js";
 import { courseMap, type MapEntry } from "./engine/syllabus.js";
 import { choosePracticeDir } from "./engine/verify.js";
@@ -35,9 +35,7 @@ await runCommand(async () => {
   if (positionals.length > 0) throw usageError("TOO_MANY_ARGS", `status 不接受参数，收到了：${positionals.join(" ")}（看单章用 npm run checkpoint -- <章节>）`);
   const chapters = loadChapters(LESSONS_DIR);
   const history = await ensureHistory(KIT_ROOT, chapters);
-  const file = progressPath();
-  const { progress, warning } = loadProgress(file);
-  if (warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${warning}\n`);
+  const { file, progress } = openProgress();
   const targets = Object.fromEntries(Object.entries(history.chapters).map(([id, commits]) => [id, commits.target]));
   const map = courseMap(chapters, progress, targets);
   const next = map.next;
