@@ -7,6 +7,7 @@ import { openProgress } from "./engine/course.js";
 import { usageError } from "./engine/errors.js";
 import { ensureHistory } from "./engine/history.js";
 import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
+import { hintCount } from "./engine/progress.js";
 import { pad } from "./engine/screen.js";
 import { courseMap, type MapEntry } from "./engine/syllabus.js";
 import { choosePracticeDir } from "./engine/verify.js";
@@ -40,10 +41,7 @@ await runCommand(async () => {
   const map = courseMap(chapters, progress, targets);
   const next = map.next;
   const nextDir = next ? choosePracticeDir(KIT_ROOT, next, progress, undefined, userCwd()).dir : undefined;
-  const totalHints = Object.keys(progress.hints).reduce(
-    (sum, id) => sum + Object.values(progress.hints[id] ?? {}).reduce((a, b) => a + b, 0),
-    0,
-  );
+  const totalHints = Object.keys(progress.hints).reduce((sum, id) => sum + hintCount(progress, id), 0);
 
   if (values.json) {
     console.log(
