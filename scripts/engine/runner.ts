@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 import { tscCommand } from "../kit-cache.mjs";
 import { COURSE_PACKAGE, isInside } from "./paths.js";
 import { mapInPool } from "./pool.js";
+import { RECORD_PREFIX } from "./test-records.mjs";
 
 export interface TscError {
   file: string;
@@ -125,7 +126,6 @@ export function compiledTestPath(projectDir: string, testSource: string): string
 
 /** 测试进程的报告器（见 test-reporter.mjs）：每个测试一行带 RECORD_PREFIX 的 JSON 记录。 */
 const REPORTER = new URL("./test-reporter.mjs", import.meta.url).href;
-const RECORD_PREFIX = "\u001e@pi-course ";
 /** 冻结 node:assert 的预加载模块（见 test-guard.mjs）；文件 URL 里没有空格，可以直接写进 NODE_OPTIONS。 */
 const TEST_GUARD = new URL("./test-guard.mjs", import.meta.url).href;
 /** 预热进程的入口（见 warm-child.mjs）：先启动好，从标准输入收到文件名才 import 测试文件。 */
@@ -341,7 +341,7 @@ export type RecordedOutcome = ReportedOutcome & { skipped: boolean };
 
 /**
  * 测试进程标准输出里的记录（带 RECORD_PREFIX 的 JSON 行，见 test-records.mjs）；测试自己打印的行不算，
- * 进程被结束时写到一半的最后一行也不算。watch 的预热进程（warm-tests.ts）用同样的记录。
+ * 进程被结束时写到一半的最后一行也不算。
  */
 export function recordsIn(text: string): RecordedOutcome[] {
   return text.split("\n").flatMap((line) => {

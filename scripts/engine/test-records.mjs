@@ -47,5 +47,5 @@ export function failureOf(error) {
 }
 
 
-/** 测试进程的标准输出里，以它开头的行才是记录（runner.ts 的 RECORD_PREFIX 与它相同）。 */
+/** 测试进程的标准输出里，以它开头的行才是记录。 */
 export const RECORD_PREFIX = "\u001e@pi-course ";
