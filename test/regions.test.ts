@@ -108,12 +108,18 @@ test("点名区域的锚点：只在那个实践的区域里找原文，文件�
     "",
   ].join("\n");
   const anchor = { file, find: "const limit = 1;", replace: "const limit = 2;" };
-  assert.equal(anchorProblem(source, anchor), `原文在 ${file} 里出现 2 次，应当恰好 1 次`);
+  assert.deepEqual(anchorProblem(source, anchor), { field: "find", message: `原文在 ${file} 里出现 2 次，应当恰好 1 次` });
   assert.equal(anchorProblem(source, { ...anchor, region: "10.2" }), undefined);
   const replaced = applyAnchored(source, { ...anchor, region: "10.2" });
   assert.deepEqual(replaced.split("\n").slice(0, 4), ["const limit = 1;", "export function append(): number {", "  // #region lab 10.2", "  const limit = 2;"]);
   assert.equal(anchorProblem(source, { ...anchor, find: "return limit;", region: "10.2" }), undefined);
-  assert.equal(anchorProblem(source, { ...anchor, find: "export function", region: "10.2" }), `原文在 ${file} 的实践 10.2 区域里出现 0 次，应当恰好 1 次`);
-  assert.equal(anchorProblem(source, { ...anchor, region: "10.3" }), `原文要在 ${file} 的实践 10.3 区域里找，文件里却没有这个实践的区域`);
+  assert.deepEqual(anchorProblem(source, { ...anchor, find: "export function", region: "10.2" }), {
+    field: "find",
+    message: `原文在 ${file} 的实践 10.2 区域里出现 0 次，应当恰好 1 次`,
+  });
+  assert.deepEqual(anchorProblem(source, { ...anchor, region: "10.3" }), {
+    field: "region",
+    message: `原文要在 ${file} 的实践 10.3 区域里找，文件里却没有这个实践的区域`,
+  });
   assert.throws(() => applyAnchored(source, anchor), (error: unknown) => error instanceof CourseError && error.code === "ANCHOR_INVALID");
 });

@@ -3,7 +3,7 @@ import path from "node:path";
 import { METADATA_FILE, type Chapter, type Mutation } from "./chapters.js";
 import { listCommittedFiles, readCommittedFile, type CourseHistory } from "./history.js";
 import { mapInPool } from "./pool.js";
-import { anchorProblem, applyAnchored, findRegions, type Region } from "./regions.js";
+import { anchorProblem, applyAnchored, findRegions, placeholderRegions, type AnchorProblem, type Region } from "./regions.js";
 import { checkLesson } from "./selfcheck.js";
 
 /**
@@ -78,14 +78,14 @@ async function anchorsOf(tree: TargetTree, chapter: Chapter, at: At): Promise<st
       problems.push(at(`${field}.file`, `目标里没有 ${mutation.file}`));
       return;
     }
-    let problem: string | undefined;
+    let problem: AnchorProblem | undefined;
     try {
       problem = anchorProblem(source, mutation);
     } catch (error) {
-      problem = (error as Error).message; // 区域标记写错了
+      problem = { field: "region", message: (error as Error).message }; // 点名了区域，文件里的区域标记却写错了
     }
     if (problem !== undefined) {
-      problems.push(at(`${field}.${problem.startsWith("原文要在") ? "region" : "find"}`, problem));
+      problems.push(at(`${field}.${problem.field}`, problem.message));
       return;
     }
     sources?.set(mutation.file, applyAnchored(source, mutation));
@@ -124,10 +124,7 @@ async function regionsOf(tree: TargetTree, chapter: Chapter, at: At): Promise<st
       problems.push(at(`placeholders[${index}].file`, `目标里没有 ${placeholder.file}`));
       continue;
     }
-    const lines = source.split("\n");
-    const hits = (regions.get(placeholder.file) ?? []).filter(
-      (region) => region.lab === placeholder.lab && !region.helper && lines.slice(region.start + 1, region.end).join("\n").includes(placeholder.match),
-    );
+    const hits = placeholderRegions(source.split("\n"), regions.get(placeholder.file) ?? [], placeholder);
     if (hits.length !== 1) {
       problems.push(at(`placeholders[${index}].match`, `应当恰好对应 ${placeholder.file} 里实践 ${placeholder.lab} 的一个区域（内容含「${placeholder.match}」），实际 ${hits.length} 个`));
     }

@@ -74,9 +74,7 @@ export function cutRegions(
   const ownPlaceholders = placeholders.filter((placeholder) => placeholder.file === file && cut.has(placeholder.lab));
   const chosen = new Map<Region, Placeholder>();
   for (const placeholder of ownPlaceholders) {
-    const hits = regions.filter(
-      (region) => region.lab === placeholder.lab && !region.helper && lines.slice(region.start + 1, region.end).join("\n").includes(placeholder.match),
-    );
+    const hits = placeholderRegions(lines, regions, placeholder);
     if (hits.length !== 1) {
       throw new CourseError(
         "REGION_INVALID",
@@ -103,6 +101,13 @@ export function cutRegions(
   }
   out.push(...lines.slice(next));
   return out.join("\n");
+}
+
+/** 占位代码对应的区域：同一实践的函数体区域里，内容含 match 的那些（应当恰好一个）。 */
+export function placeholderRegions(lines: readonly string[], regions: readonly Region[], placeholder: Pick<Placeholder, "lab" | "match">): Region[] {
+  return regions.filter(
+    (region) => region.lab === placeholder.lab && !region.helper && lines.slice(region.start + 1, region.end).join("\n").includes(placeholder.match),
+  );
 }
 
 /** 文件里属于这些实践的区域个数。 */
@@ -157,21 +162,27 @@ function countIn(source: string, find: string, ranges: ReadonlyArray<readonly [n
   return { count, at };
 }
 
-/** 原文不是恰好出现一次时的说明；恰好一次时是 undefined。 */
-export function anchorProblem(source: string, anchor: Pick<Anchored, "file" | "find" | "region">): string | undefined {
+/** 锚点的问题：出在哪个字段（原文本身，还是点名的区域），以及一句说明。 */
+export interface AnchorProblem {
+  field: "find" | "region";
+  message: string;
+}
+
+/** 原文不是恰好出现一次时的问题；恰好一次时是 undefined。 */
+export function anchorProblem(source: string, anchor: Pick<Anchored, "file" | "find" | "region">): AnchorProblem | undefined {
   const hits = anchorHits(source, anchor);
   if (hits.count === 1) return undefined;
   if (anchor.region !== undefined && !findRegions(source, anchor.file).some((region) => region.lab === anchor.region)) {
-    return `原文要在 ${anchor.file} 的实践 ${anchor.region} 区域里找，文件里却没有这个实践的区域`;
+    return { field: "region", message: `原文要在 ${anchor.file} 的实践 ${anchor.region} 区域里找，文件里却没有这个实践的区域` };
   }
   const place = anchor.region === undefined ? `${anchor.file} 里` : `${anchor.file} 的实践 ${anchor.region} 区域里`;
-  return `原文在 ${place}出现 ${hits.count} 次，应当恰好 1 次`;
+  return { field: "find", message: `原文在 ${place}出现 ${hits.count} 次，应当恰好 1 次` };
 }
 
 /** 施加一处替换；原文不是恰好出现一次时抛出 anchorProblem 的说明。 */
 export function applyAnchored(source: string, anchor: Anchored): string {
   const problem = anchorProblem(source, anchor);
-  if (problem !== undefined) throw new CourseError("ANCHOR_INVALID", problem);
+  if (problem !== undefined) throw new CourseError("ANCHOR_INVALID", problem.message);
   const { at } = anchorHits(source, anchor);
   return `${source.slice(0, at)}${anchor.replace}${source.slice(at + anchor.find.length)}`;
 }

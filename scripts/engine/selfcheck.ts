@@ -344,7 +344,7 @@ export async function checkFault(chapter: Chapter, dir: string): Promise<string[
     const source = readFileSync(file, "utf8");
     const problem = anchorProblem(source, mutation);
     if (problem !== undefined) {
-      problems.push(`故障实验的${problem}`);
+      problems.push(`故障实验的${problem.message}`);
       continue;
     }
     writeFileSync(file, applyAnchored(source, mutation));
@@ -533,7 +533,7 @@ async function withReplacement(
   if (!existsSync(file)) return `${label}要改的文件 ${replacement.file} 不存在`;
   const original = readFileSync(file, "utf8");
   const problem = anchorProblem(original, replacement);
-  if (problem !== undefined) return `${label}的${problem}`;
+  if (problem !== undefined) return `${label}的${problem.message}`;
   const replaced = applyAnchored(original, replacement);
   writeFileSync(file, replaced);
   try {
