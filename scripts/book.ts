@@ -3,7 +3,7 @@ import path from "node:path";
 
 import { serveBook } from "./engine/book/serve.js";
 import { buildBook, type BookOptions } from "./engine/book/site.js";
-import { paint, parseCommandLine, runCommand, userCwd } from "./engine/cli.js";
+import { paint, parseCommandLine, runCommand, userCwd, warn } from "./engine/cli.js";
 import { usageError } from "./engine/errors.js";
 import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
 import { loadProgress, progressPath } from "./engine/progress.js";
@@ -47,7 +47,7 @@ await runCommand(async () => {
   const file = progressPath();
   const build = async () => {
     const { progress, warning } = loadProgress(file);
-    if (warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${warning}\n`);
+    warn(warning);
     return buildBook({ ...base, progress, live: true });
   };
   const book = await build();

@@ -4,13 +4,14 @@ import { openEditWorktree, exportCourse } from "./engine/authoring.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 
-import { findChapter, loadChapters } from "./engine/chapters.js";
+import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
 import { selfCheckChapter } from "./engine/contract.js";
+import { lintCourse } from "./engine/lint.js";
 import { sweepMutants } from "./engine/mutant-sweep.js";
 import { describeMutantReport } from "./engine/mutant-report.js";
 import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
 import { CourseError, usageError } from "./engine/errors.js";
-import { ensureHistory, shortHash } from "./engine/history.js";
+import { ensureHistory, shortHash, type CourseHistory } from "./engine/history.js";
 import { EDIT_BRANCH, KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
 
 const HELP = `用法：npm run course -- <子命令>
@@ -23,6 +24,8 @@ const HELP = `用法：npm run course -- <子命令>
   export [--from 修订]
                      把编辑分支（默认 ${EDIT_BRANCH}）写回 lessons/*/chapter.patch 与步骤补丁，
                      重建历史、重新给课文盖哈希，并同步 packages/pi-course
+  lint [章节…]       静态检查（不编译、几秒钟）：变异、故障实验与编译失败用例的原文在目标里恰好一次，
+                     占位代码与实践区域对得上，点名的测试存在，课文命令被接受；export 完成后也会运行
   check [章节…]      对指定章节（默认全部）逐条运行课程自检，任何承诺被打破时以非零状态退出
   mutants <章节> [--json]
                      在本章实践区域的代码上逐个施加生成的小变异（运算符互换、边界差一、条件取反、
@@ -62,6 +65,13 @@ await runCommand(async () => {
     const summary = await exportCourse(KIT_ROOT, LESSONS_DIR, values.from);
     console.log(paint("green", `已从 ${summary.from} 导出 ${summary.chapters.length} 章：${summary.chapters.join("、")}`));
     console.log(`课程历史末端：${shortHash(summary.history.tip)}；课文哈希与 packages/pi-course 已同步`);
+    await lint(loadChapters(LESSONS_DIR), summary.history);
+    return;
+  }
+  if (sub === "lint") {
+    const chapters = loadChapters(LESSONS_DIR);
+    const selected = rest.length === 0 ? chapters : rest.map((input) => findChapter(chapters, input));
+    await lint(chapters, await ensureHistory(KIT_ROOT, chapters), selected);
     return;
   }
   if (sub === "check") {
@@ -104,5 +114,13 @@ await runCommand(async () => {
     }
     return;
   }
-  throw usageError("UNKNOWN_SUBCOMMAND", `未知子命令「${sub}」；可用：history、edit、export、check、mutants`);
+  throw usageError("UNKNOWN_SUBCOMMAND", `未知子命令「${sub}」；可用：history、edit、export、lint、check、mutants`);
 });
+
+/** 静态检查这些章节（默认全部）：每个问题一行，指到 chapter.json 的字段；有问题时以非零状态退出。 */
+async function lint(chapters: Chapter[], history: CourseHistory, selected: readonly Chapter[] = chapters): Promise<void> {
+  const problems = await lintCourse(KIT_ROOT, chapters, history, selected);
+  for (const problem of problems) console.log(`${paint("red", "✗")} ${problem}`);
+  if (problems.length > 0) throw new CourseError("LINT_FAILED", `课程静态检查发现 ${problems.length} 处问题（见上）`);
+  console.log(paint("green", `课程静态检查通过：${selected.map((chapter) => chapter.id).join("、")}`));
+}

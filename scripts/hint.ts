@@ -1,15 +1,15 @@
 
 import { findChapter, loadChapters, type Chapter, type Lab } from "./engine/chapters.js";
-import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
+import { paint, runCommand, parseCommandLine, warn } from "./engine/cli.js";
+import { openPracticeSession, openProgress, type CommandProgress } from "./engine/course.js";
 import { usageError } from "./engine/errors.js";
 import { findLab, LADDER_HEIGHT, levelName, nextHint } from "./engine/hints.js";
 import { currentLab } from "./engine/labs.js";
 import { labPrediction } from "./engine/lesson.js";
 import { withPracticeLock } from "./engine/practice-lock.js";
-import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
-import { openPracticeDir } from "./engine/practice.js";
-import { hintsShown, loadProgress, progressPath, recordHint, updateProgress, type Progress } from "./engine/progress.js";
-import { checkPractice, choosePracticeDir } from "./engine/verify.js";
+import { LESSONS_DIR } from "./engine/paths.js";
+import { hintsShown, recordHint, updateProgress } from "./engine/progress.js";
+import { checkPractice } from "./engine/verify.js";
 
 const HELP = `用法：npm run hint -- <章节> [实践] [--level N] [--dir 目录]
 
@@ -34,16 +34,15 @@ await runCommand(async () => {
   const requested = values.level === undefined ? undefined : parseLevel(values.level);
   const chapters = loadChapters(LESSONS_DIR);
   const chapter = findChapter(chapters, positionals[0]);
-  const file = progressPath();
-  const loaded = loadProgress(file);
-  if (loaded.warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${loaded.warning}\n`);
+  const loaded = openProgress();
+  const { file } = loaded;
 
   let lab: Lab;
   let reason = "";
   if (positionals[1] !== undefined) {
     lab = findLab(chapter, positionals[1]);
   } else {
-    const picked = await failingLab(chapter, chapters, loaded.progress, values.dir);
+    const picked = await failingLab(chapter, chapters, loaded, values.dir);
     if (!picked) {
       console.log(paint("green", `第 ${chapter.id} 章的聚焦测试已经全部通过，不需要提示。`));
       console.log(`想回看某个实践的提示：npm run hint -- ${chapter.id} ${chapter.labs[0]?.id ?? ""} --level 1`);
@@ -58,7 +57,7 @@ await runCommand(async () => {
   const step = nextHint(chapter, lab, shown, requested);
   if (step.isNew) {
     const saved = updateProgress(file, (progress) => recordHint(progress, chapter.id, lab.id, step.level));
-    if (saved.warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${saved.warning}\n`);
+    warn(saved.warning);
   }
   const seen = Math.max(shown, step.level);
 
@@ -94,14 +93,15 @@ await runCommand(async () => {
 async function failingLab(
   chapter: Chapter,
   chapters: readonly Chapter[],
-  progress: Progress,
+  opened: CommandProgress,
   dirInput: string | undefined,
 ): Promise<{ lab: Lab; reason: string } | undefined> {
-  const { dir, explicit } = choosePracticeDir(KIT_ROOT, chapter, progress, dirInput, userCwd());
+  const { progress } = opened;
+  let dir: string;
   try {
-    openPracticeDir(dir, chapter, explicit);
+    ({ dir } = openPracticeSession(chapter, dirInput, opened));
   } catch (error) {
-    if (explicit) throw error;
+    if (dirInput !== undefined) throw error; // 写出的目录不对：说出来，而不是悄悄按顺序给提示
     const lab = chapter.labs.find((candidate) => hintsShown(progress, chapter.id, candidate.id) < LADDER_HEIGHT) ?? chapter.labs.at(-1);
     if (!lab) throw error;
     return { lab, reason: `（没找到第 ${chapter.id} 章的练习目录，按顺序给实践 ${lab.id} 的提示）` };

@@ -3,16 +3,16 @@ import * as util from "node:util";
 
 import { BUILD_COMMAND, runCommand as focusedRun } from "./engine/card.js";
 import type { Chapter } from "./engine/chapters.js";
-import { chapterAndDir, paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
+import { chapterAndDir, paint, runCommand, userCwd, parseCommandLine, warn } from "./engine/cli.js";
 import { conflictReport, deviationSummary, planContinue, previousChapter, readLearnerTree, type ContinuePlan } from "./engine/continue.js";
-import { openChapter } from "./engine/course.js";
+import { openChapter, openProgress } from "./engine/course.js";
 import { CourseError, usageError } from "./engine/errors.js";
 import type { CourseHistory } from "./engine/history.js";
 import { KIT_ROOT } from "./engine/paths.js";
 import { checkDestination, createPractice, defaultPracticeDir, interruptible, openPracticeDir, readPracticeMarker } from "./engine/practice.js";
 import { describeFirstRed } from "./engine/card.js";
 import { shortHash } from "./engine/history.js";
-import { loadProgress, progressPath, updateProgress, type Progress } from "./engine/progress.js";
+import { progressPath, updateProgress, type Progress } from "./engine/progress.js";
 
 const HELP = `用法：npm run practice -- <章节> [目录]
       npm run practice -- <章节> [目录] --continue [上一章的目录]
@@ -121,8 +121,7 @@ async function prepareContinue(options: {
   const { chapters, chapter, history, dir } = options;
   checkDestination(KIT_ROOT, chapter, dir);
   const previous = previousChapter(chapters, chapter);
-  const loaded = loadProgress(progressPath());
-  if (loaded.warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${loaded.warning}\n`);
+  const loaded = openProgress();
   if (!loaded.progress.verified[previous.id]) {
     throw new CourseError(
       "CONTINUE_NOT_VERIFIED",
@@ -221,8 +220,8 @@ function rememberPracticeDir(chapterId: string, dir: string): void {
     const { warning } = updateProgress(progressPath(), (progress) => {
       progress.practiceDirs[chapterId] = dir;
     });
-    if (warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${warning}\n`);
+    warn(warning);
   } catch (error) {
-    process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${(error as Error).message}\n`);
+    warn((error as Error).message);
   }
 }

@@ -2,14 +2,11 @@ import path from "node:path";
 import { createInterface } from "node:readline/promises";
 
 import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
-import { openChapter } from "./engine/course.js";
+import { openChapter, openPracticeSession } from "./engine/course.js";
 import { usageError } from "./engine/errors.js";
 import { KIT_ROOT } from "./engine/paths.js";
-import { openPracticeDir } from "./engine/practice.js";
 import { withPracticeLock } from "./engine/practice-lock.js";
-import { loadProgress, progressPath } from "./engine/progress.js";
 import { alreadyAtStart, resetFile, resetQuestion, resettableFiles, resolveTeachingFile, startContent } from "./engine/reset.js";
-import { choosePracticeDir } from "./engine/verify.js";
 
 const HELP = `用法：npm run reset -- <章节> <文件> [目录] [--yes]
 
@@ -41,10 +38,7 @@ await runCommand(async () => {
   }
   if (dirInput !== undefined && dirInput.trim() === "") throw usageError("DIR_EMPTY", "练习目录参数是空字符串；省略它即可使用默认目录");
   const { chapters, chapter, history } = await openChapter(chapterInput);
-  const loaded = loadProgress(progressPath());
-  if (loaded.warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${loaded.warning}\n`);
-  const { dir, explicit } = choosePracticeDir(KIT_ROOT, chapter, loaded.progress, dirInput, userCwd());
-  const marker = openPracticeDir(dir, chapter, explicit);
+  const { dir, marker } = openPracticeSession(chapter, dirInput);
   const file = resolveTeachingFile(fileInput, resettableFiles(chapters, chapter), dir, userCwd(), chapter);
   const start = await startContent(KIT_ROOT, chapter, history, dir, marker, file);
 

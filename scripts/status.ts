@@ -3,10 +3,11 @@ import path from "node:path";
 
 import { loadChapters } from "./engine/chapters.js";
 import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
+import { openProgress } from "./engine/course.js";
 import { usageError } from "./engine/errors.js";
 import { ensureHistory } from "./engine/history.js";
 import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
-import { loadProgress, progressPath } from "./engine/progress.js";
+import { hintCount } from "./engine/progress.js";
 import { pad } from "./engine/screen.js";
 import { courseMap, type MapEntry } from "./engine/syllabus.js";
 import { choosePracticeDir } from "./engine/verify.js";
@@ -35,17 +36,12 @@ await runCommand(async () => {
   if (positionals.length > 0) throw usageError("TOO_MANY_ARGS", `status 不接受参数，收到了：${positionals.join(" ")}（看单章用 npm run checkpoint -- <章节>）`);
   const chapters = loadChapters(LESSONS_DIR);
   const history = await ensureHistory(KIT_ROOT, chapters);
-  const file = progressPath();
-  const { progress, warning } = loadProgress(file);
-  if (warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${warning}\n`);
+  const { file, progress } = openProgress();
   const targets = Object.fromEntries(Object.entries(history.chapters).map(([id, commits]) => [id, commits.target]));
   const map = courseMap(chapters, progress, targets);
   const next = map.next;
   const nextDir = next ? choosePracticeDir(KIT_ROOT, next, progress, undefined, userCwd()).dir : undefined;
-  const totalHints = Object.keys(progress.hints).reduce(
-    (sum, id) => sum + Object.values(progress.hints[id] ?? {}).reduce((a, b) => a + b, 0),
-    0,
-  );
+  const totalHints = Object.keys(progress.hints).reduce((sum, id) => sum + hintCount(progress, id), 0);
 
   if (values.json) {
     console.log(

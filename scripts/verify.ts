@@ -1,17 +1,16 @@
 
-import { chapterAndDir, paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
-import { openChapter } from "./engine/course.js";
+import { chapterAndDir, paint, runCommand, parseCommandLine, warn } from "./engine/cli.js";
+import { openChapter, openPracticeSession } from "./engine/course.js";
 import { CourseError } from "./engine/errors.js";
 import { practiceStart, shortHash } from "./engine/history.js";
 import { currentLab } from "./engine/labs.js";
 import { withPracticeLock } from "./engine/practice-lock.js";
 import { KIT_ROOT } from "./engine/paths.js";
-import { openPracticeDir } from "./engine/practice.js";
-import { hintsShown, loadProgress, progressPath, recordVerified, updateProgress } from "./engine/progress.js";
+import { hintsShown, recordVerified, updateProgress } from "./engine/progress.js";
 import { checkLines, deviationLines, hintLine, seconds, type Painter } from "./engine/screen.js";
 import type { TestOutcome } from "./engine/runner.js";
 import { nextChapter } from "./engine/syllabus.js";
-import { checkPractice, choosePracticeDir, type PracticeCheck } from "./engine/verify.js";
+import { checkPractice, type PracticeCheck } from "./engine/verify.js";
 
 const HELP = `用法：npm run verify -- <章节> [目录] [--json]
 
@@ -50,16 +49,13 @@ await runCommand(async () => {
   }
   const [chapterInput, dirInput] = chapterAndDir(positionals);
   const { chapters, chapter, history } = await openChapter(chapterInput);
-  const file = progressPath();
-  const loaded = loadProgress(file);
-  if (loaded.warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${loaded.warning}\n`);
-  const { dir, explicit } = choosePracticeDir(KIT_ROOT, chapter, loaded.progress, dirInput, userCwd());
-  const marker = openPracticeDir(dir, chapter, explicit);
+  const session = openPracticeSession(chapter, dirInput);
+  const { dir, marker, file } = session;
 
   const check = await withPracticeLock(dir, () => checkPractice({ dir, chapter, chapters, scope: "all", integrity: { kitRoot: KIT_ROOT, history } }));
   const target = history.chapters[chapter.id]?.target ?? "";
 
-  let progress = loaded.progress;
+  let progress = session.progress;
   if (check.passed) {
     const saved = updateProgress(file, (draft) => {
       // 接续目录（practice --continue）做完的章节记作“自己的代码”，status 据此区分
@@ -67,7 +63,7 @@ await runCommand(async () => {
       recordVerified(draft, chapter.id, { target, verifiedAt: new Date().toISOString(), dir, ...basis });
       draft.practiceDirs[chapter.id] ??= dir;
     });
-    if (saved.warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${saved.warning}\n`);
+    warn(saved.warning);
     progress = saved.progress;
   }
   // 没通过不会抹掉之前的点亮：记录的是那一次亲眼看到的全部通过
@@ -116,7 +112,7 @@ await runCommand(async () => {
   const failing = currentLab(check.labs);
   if (failing) {
     console.log("");
-    console.log(hintLine(chapter, failing.lab, hintsShown(loaded.progress, chapter.id, failing.lab.id), color));
+    console.log(hintLine(chapter, failing.lab, hintsShown(session.progress, chapter.id, failing.lab.id), color));
   }
   if (earlierPass) {
     console.log("");

@@ -1,19 +1,20 @@
 import path from "node:path";
 
 import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
-import { chapterAndDir, paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
+import { chapterAndDir, paint, runCommand, parseCommandLine } from "./engine/cli.js";
+import { openPracticeSession } from "./engine/course.js";
 import { isCourseError, usageError } from "./engine/errors.js";
 import { LADDER_HEIGHT, nextHint } from "./engine/hints.js";
 import { currentLab } from "./engine/labs.js";
 import { labPrediction } from "./engine/lesson.js";
 import { ensureHistory } from "./engine/history.js";
 import { COURSE_PACKAGE, KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
-import { openPracticeDir, readPracticeMarker } from "./engine/practice.js";
+import { readPracticeMarker } from "./engine/practice.js";
 import { alreadyAtStart, resetFile, resetQuestion, startContent } from "./engine/reset.js";
 import { withPracticeLock } from "./engine/practice-lock.js";
-import { hintsShown, inspectProgress, loadProgress, progressPath, recordHint, updateProgress } from "./engine/progress.js";
+import { hintsShown, inspectProgress, recordHint, updateProgress } from "./engine/progress.js";
 import { buildLine, deviationLines, hintLine, labLines, seconds, watchFooter, type Painter } from "./engine/screen.js";
-import { checkPractice, choosePracticeDir, type PracticeCheck, type RunFileOptions } from "./engine/verify.js";
+import { checkPractice, type PracticeCheck, type RunFileOptions } from "./engine/verify.js";
 import { LiveBuild, type Compiled } from "./engine/live-build.js";
 import { WarmTests } from "./engine/warm-tests.js";
 import { DEFAULT_POLL_INTERVAL_MS, watchTree, type Watcher } from "./engine/watch.js";
@@ -54,11 +55,7 @@ async function main(): Promise<void> {
   if (intervalMs !== undefined && !values.poll) throw usageError("INTERVAL_WITHOUT_POLL", "--interval 只和 --poll 一起使用");
   const chapters = loadChapters(LESSONS_DIR);
   const chapter = findChapter(chapters, chapterInput);
-  const file = progressPath();
-  const loaded = loadProgress(file);
-  if (loaded.warning) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${loaded.warning}\n`);
-  const { dir, explicit } = choosePracticeDir(KIT_ROOT, chapter, loaded.progress, dirInput, userCwd());
-  openPracticeDir(dir, chapter, explicit);
+  const { dir, file } = openPracticeSession(chapter, dirInput);
 
   await new Session(chapter, chapters, dir, file, { poll: values.poll ?? false, ...(intervalMs ? { intervalMs } : {}) }).run();
 }
@@ -97,7 +94,7 @@ class Session {
     private readonly progressFile: string,
     private readonly options: { poll: boolean; intervalMs?: number },
   ) {
-    this.tests = new WarmTests(dir);
+    this.tests = new WarmTests();
     // 整个文件一次，外加每个实践的 pattern（有失败时单独再跑）：各备一个进程
     this.tests.prepare([undefined, ...chapter.labs.flatMap((lab) => lab.runs.map((run) => run.pattern)).filter((pattern) => pattern !== undefined)]);
   }

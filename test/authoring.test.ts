@@ -49,6 +49,7 @@ test("作者用 edit / export 修改第 02 章：补丁、课文哈希与 packag
   const exported = await runScript("course", ["export"], { kit, cwd: kit });
   assert.equal(exported.code, 0, exported.stderr);
   assert.match(exported.stdout, /已从 course\/edit 导出 \d+ 章/);
+  assert.match(exported.stdout, /课程静态检查通过：00、/, "export 之后接着做静态检查");
 
   assert.ok(readFileSync(path.join(kit, "lessons/02-event-stream/chapter.patch"), "utf8").includes(marker));
   assert.ok(readFileSync(path.join(kit, "packages/pi-course/src/event-stream.ts"), "utf8").includes(marker));

@@ -58,6 +58,7 @@ test("mutations 与 placeholders 逐字段校验：错误指出文件与字段",
   assertInvalid(lessonsWith("mutation-no-find", (meta) => (mutations(meta)[1]!.find = "")), /字段 mutations\[1\]\.find 应当是非空字符串/);
   assertInvalid(lessonsWith("mutation-same", (meta) => (mutations(meta)[0]!.replace = mutations(meta)[0]!.find)), /字段 mutations\[0\]\.replace 与 find 相同/);
   assertInvalid(lessonsWith("mutations-object", (meta) => (meta.mutations = {})), /字段 mutations 应当是数组/);
+  assertInvalid(lessonsWith("mutation-region", (meta) => (mutations(meta)[0]!.region = "第二节")), /字段 mutations\[0\]\.region 应当是实践编号，形如 10\.2/);
   const placeholder = { file: "packages/pi-course/src/types.ts", lab: "3.1", match: "textOf", code: ["return \"\";"] };
   assertInvalid(lessonsWith("placeholder-lab", (meta) => (meta.placeholders = [{ ...placeholder, lab: "9.9" }])), /字段 placeholders\[0\]\.lab 9\.9 不是本章的实践/);
   assertInvalid(

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
+import { applyAnchored } from "../scripts/engine/regions.ts";
 import { KIT, runScript, spawnProcess } from "./helpers.ts";
 
 /**
@@ -61,8 +62,7 @@ export async function applyFault(chapter: string, dir: string): Promise<void> {
   for (const mutation of fault.mutations) {
     const file = path.join(dir, mutation.file);
     const source = readFileSync(file, "utf8");
-    assert.ok(source.includes(mutation.find), `${mutation.file} 里没有故障实验的原文`);
-    writeFileSync(file, source.replace(mutation.find, () => mutation.replace));
+    writeFileSync(file, applyAnchored(source, mutation));
   }
 }
 

@@ -3,7 +3,7 @@ import { test } from "node:test";
 
 import { mergeThreeWay } from "../scripts/engine/continue.ts";
 import { CourseError } from "../scripts/engine/errors.ts";
-import { cutRegions, findRegions, withoutMarkers } from "../scripts/engine/regions.ts";
+import { anchorProblem, applyAnchored, cutRegions, findRegions, withoutMarkers } from "../scripts/engine/regions.ts";
 
 const FILE = "packages/pi-course/src/demo.ts";
 
@@ -152,4 +152,33 @@ test("扩展区域：练习目录里换回起点在这里的代码（去掉其�
   assert.equal(merged, mine, "扩展区域里保留学习者自己的写法，由本章的实践去扩展它");
   assert.equal(withoutMarkers(target).includes("#region"), false);
   assert.equal(withoutMarkers(target).split("\n").length, target.split("\n").length - 6);
+});
+
+test("点名区域的锚点：只在那个实践的区域里找原文，文件别处同样的文字不算，替换也只落在区域里", () => {
+  const file = "src/store.ts";
+  const source = [
+    "const limit = 1;",
+    "export function append(): number {",
+    "  // #region lab 10.2",
+    "  const limit = 1;",
+    "  return limit;",
+    "  // #endregion",
+    "}",
+    "",
+  ].join("\n");
+  const anchor = { file, find: "const limit = 1;", replace: "const limit = 2;" };
+  assert.deepEqual(anchorProblem(source, anchor), { field: "find", message: `原文在 ${file} 里出现 2 次，应当恰好 1 次` });
+  assert.equal(anchorProblem(source, { ...anchor, region: "10.2" }), undefined);
+  const replaced = applyAnchored(source, { ...anchor, region: "10.2" });
+  assert.deepEqual(replaced.split("\n").slice(0, 4), ["const limit = 1;", "export function append(): number {", "  // #region lab 10.2", "  const limit = 2;"]);
+  assert.equal(anchorProblem(source, { ...anchor, find: "return limit;", region: "10.2" }), undefined);
+  assert.deepEqual(anchorProblem(source, { ...anchor, find: "export function", region: "10.2" }), {
+    field: "find",
+    message: `原文在 ${file} 的实践 10.2 区域里出现 0 次，应当恰好 1 次`,
+  });
+  assert.deepEqual(anchorProblem(source, { ...anchor, region: "10.3" }), {
+    field: "region",
+    message: `原文要在 ${file} 的实践 10.3 区域里找，文件里却没有这个实践的区域`,
+  });
+  assert.throws(() => applyAnchored(source, anchor), (error: unknown) => error instanceof CourseError && error.code === "ANCHOR_INVALID");
 });

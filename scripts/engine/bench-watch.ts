@@ -4,6 +4,7 @@ import path from "node:path";
 
 import type { Chapter } from "./chapters.js";
 import { CourseError } from "./errors.js";
+import { applyAnchored } from "./regions.js";
 
 /**
  * watch 的“保存 → 结果”：像学习者一样启动 npm run watch 的同一个脚本，
@@ -54,7 +55,7 @@ export async function watchLatency(kitRoot: string, chapter: Chapter, dir: strin
   const broken = new Map<string, string>();
   for (const mutation of chapter.fault.mutations) {
     const source = broken.get(mutation.file) ?? originals.get(mutation.file) ?? "";
-    broken.set(mutation.file, source.replace(mutation.find, () => mutation.replace));
+    broken.set(mutation.file, applyAnchored(source, mutation));
   }
   const save = (contents: Map<string, string>) => {
     for (const [file, text] of contents) writeFileSync(path.join(dir, file), text);

@@ -58,9 +58,14 @@ export type FirstRed =
 
 export interface Mutation {
   file: string;
-  /** 目标代码中恰好出现一次的原文。 */
+  /** 目标代码中恰好出现一次的原文（给了 region 时：在那个实践的区域里恰好一次）。 */
   find: string;
   replace: string;
+  /**
+   * 原文所在的实践区域（例如 "10.2"）：只在这个实践的区域里找原文，文件别处的改动碰不到这处锚点。
+   * 省略时在整个文件里找。
+   */
+  region?: string;
 }
 
 /** 变异测试的一条：破坏课文说出的一条规则，聚焦测试必须因此变红。 */
@@ -468,7 +473,9 @@ function parseMutation(value: unknown, field: string, r: Reader): Mutation {
   const find = r.string(m.find, `${field}.find`);
   if (typeof m.replace !== "string") r.fail(`${field}.replace`, "应当是字符串");
   if (m.replace === find) r.fail(`${field}.replace`, "与 find 相同，什么也没改");
-  return { file, find, replace: m.replace };
+  const region = r.optionalString(m.region, `${field}.region`);
+  if (region !== undefined && !/^\d+\.\d+$/.test(region)) r.fail(`${field}.region`, "应当是实践编号，形如 10.2");
+  return { file, find, replace: m.replace, ...(region === undefined ? {} : { region }) };
 }
 
 /** 等价变异：与原代码行为相同、任何测试都抓不住的生成变异，写明理由。 */

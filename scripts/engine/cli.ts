@@ -24,6 +24,11 @@ export function paint(style: Parameters<typeof util.styleText>[0], text: string,
   return util.styleText(style, text, { validateStream: false });
 }
 
+/** 一句不打断命令的提醒（例如进度文件损坏、已备份）：以黄色的“注意：”开头写到 stderr；没有提醒时什么也不写。 */
+export function warn(text: string | undefined): void {
+  if (text) process.stderr.write(`${paint("yellow", "注意：", process.stderr)}${text}\n`);
+}
+
 /**
  * 每个命令的入口：课程错误打印成一行中文并按约定退出（2 用法、1 失败）；
  * 意料之外的错误保留堆栈，方便报告问题。

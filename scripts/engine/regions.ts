@@ -81,9 +81,7 @@ export function cutRegions(
   const ownPlaceholders = placeholders.filter((placeholder) => placeholder.file === file && cut.has(placeholder.lab));
   const chosen = new Map<Region, Placeholder>();
   for (const placeholder of ownPlaceholders) {
-    const hits = regions.filter(
-      (region) => region.lab === placeholder.lab && !region.helper && lines.slice(region.start + 1, region.end).join("\n").includes(placeholder.match),
-    );
+    const hits = placeholderRegions(lines, regions, placeholder);
     if (hits.length !== 1) {
       throw new CourseError(
         "REGION_INVALID",
@@ -117,6 +115,13 @@ export function cutRegions(
   }
   out.push(...lines.slice(next));
   return out.join("\n");
+}
+
+/** 占位代码对应的区域：同一实践的函数体区域里，内容含 match 的那些（应当恰好一个）。 */
+export function placeholderRegions(lines: readonly string[], regions: readonly Region[], placeholder: Pick<Placeholder, "lab" | "match">): Region[] {
+  return regions.filter(
+    (region) => region.lab === placeholder.lab && !region.helper && lines.slice(region.start + 1, region.end).join("\n").includes(placeholder.match),
+  );
 }
 
 /** 文件里属于这些实践的区域个数。 */
@@ -182,4 +187,76 @@ export function alignLines(parent: readonly string[], target: readonly string[])
     else j++;
   }
   return aligned;
+}
+
+/** 一处精确替换：原文 find 换成 replace；给了 region（实践编号）时，只在那个实践的区域里找原文。 */
+export interface Anchored {
+  file: string;
+  find: string;
+  replace: string;
+  region?: string;
+}
+
+/** 原文出现了几次。 */
+export interface AnchorHits {
+  count: number;
+  /** 第一次出现的位置（字符下标）；一次也没有时是 -1。 */
+  at: number;
+}
+
+/**
+ * 原文在文件里（或只在 region 那个实践的区域里）出现几次。变异、故障实验与编译失败用例都要求恰好一次；
+ * 点名区域的变异不怕同一文件别处出现同样的原文。区域标记写错时抛出 findRegions 的错误。
+ */
+export function anchorHits(source: string, anchor: Pick<Anchored, "file" | "find" | "region">): AnchorHits {
+  if (anchor.region === undefined) return countIn(source, anchor.find, [[0, source.length]]);
+  const lines = source.split("\n");
+  const offsets: number[] = [];
+  let offset = 0;
+  for (const line of lines) {
+    offsets.push(offset);
+    offset += line.length + 1;
+  }
+  // 区域的内容：#region 的下一行起，到 #endregion 所在行之前（标记行本身不算）
+  const ranges = findRegions(source, anchor.file)
+    .filter((region) => region.lab === anchor.region)
+    .map((region): [number, number] => [offsets[region.start + 1] ?? source.length, offsets[region.end] ?? source.length]);
+  return countIn(source, anchor.find, ranges);
+}
+
+function countIn(source: string, find: string, ranges: ReadonlyArray<readonly [number, number]>): AnchorHits {
+  let count = 0;
+  let at = -1;
+  for (const [start, end] of ranges) {
+    for (let index = source.indexOf(find, start); index >= 0 && index + find.length <= end; index = source.indexOf(find, index + find.length)) {
+      if (at < 0) at = index;
+      count += 1;
+    }
+  }
+  return { count, at };
+}
+
+/** 锚点的问题：出在哪个字段（原文本身，还是点名的区域），以及一句说明。 */
+export interface AnchorProblem {
+  field: "find" | "region";
+  message: string;
+}
+
+/** 原文不是恰好出现一次时的问题；恰好一次时是 undefined。 */
+export function anchorProblem(source: string, anchor: Pick<Anchored, "file" | "find" | "region">): AnchorProblem | undefined {
+  const hits = anchorHits(source, anchor);
+  if (hits.count === 1) return undefined;
+  if (anchor.region !== undefined && !findRegions(source, anchor.file).some((region) => region.lab === anchor.region)) {
+    return { field: "region", message: `原文要在 ${anchor.file} 的实践 ${anchor.region} 区域里找，文件里却没有这个实践的区域` };
+  }
+  const place = anchor.region === undefined ? `${anchor.file} 里` : `${anchor.file} 的实践 ${anchor.region} 区域里`;
+  return { field: "find", message: `原文在 ${place}出现 ${hits.count} 次，应当恰好 1 次` };
+}
+
+/** 施加一处替换；原文不是恰好出现一次时抛出 anchorProblem 的说明。 */
+export function applyAnchored(source: string, anchor: Anchored): string {
+  const problem = anchorProblem(source, anchor);
+  if (problem !== undefined) throw new CourseError("ANCHOR_INVALID", problem.message);
+  const { at } = anchorHits(source, anchor);
+  return `${source.slice(0, at)}${anchor.replace}${source.slice(at + anchor.find.length)}`;
 }

@@ -1,13 +1,15 @@
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcessByStdio } from "node:child_process";
 import { existsSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { SourceMap } from "node:module";
 import { availableParallelism } from "node:os";
 import path from "node:path";
+import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 
 import { tscCommand } from "../kit-cache.mjs";
 import { COURSE_PACKAGE, isInside } from "./paths.js";
 import { mapInPool } from "./pool.js";
+import { RECORD_PREFIX } from "./test-records.mjs";
 
 export interface TscError {
   file: string;
@@ -122,11 +124,14 @@ export function compiledTestPath(projectDir: string, testSource: string): string
   return path.join(projectDir, COURSE_PACKAGE, "dist", relative);
 }
 
-/** 测试进程的报告器（见 direct-reporter.mjs）：每个测试一行带 RECORD_PREFIX 的 JSON 记录。 */
-const REPORTER = new URL("./direct-reporter.mjs", import.meta.url).href;
-const RECORD_PREFIX = "\u001e@pi-course ";
+/** 测试进程的报告器（见 test-reporter.mjs）：每个测试一行带 RECORD_PREFIX 的 JSON 记录。 */
+const REPORTER = new URL("./test-reporter.mjs", import.meta.url).href;
 /** 冻结 node:assert 的预加载模块（见 test-guard.mjs）；文件 URL 里没有空格，可以直接写进 NODE_OPTIONS。 */
 const TEST_GUARD = new URL("./test-guard.mjs", import.meta.url).href;
+/** 预热进程的入口（见 warm-child.mjs）：先启动好，从标准输入收到文件名才 import 测试文件。 */
+const WARM_ENTRY = fileURLToPath(new URL("./warm-child.mjs", import.meta.url));
+/** 每项测试的默认时限。 */
+export const TEST_TIMEOUT_MS = 60_000;
 
 /**
  * 运行测试文件：每个文件在自己的 node 进程里直接运行（node 文件，不经 node --test 或 run() 再套一层进程），
@@ -137,11 +142,13 @@ export async function runTests(files: readonly string[], options: RunOptions = {
   const [file] = files;
   if (file === undefined || files.length > 1) return runFilesApart(files, options);
   const first = await runOnce(file, options);
+  // 重跑没开始的测试时不再逐项报告：逐项报告只为先行给出第一处偏差，重跑的结果只进最后的报告
+  const { onOutcome: _onOutcome, ...again } = options;
   // 提前收场时，要的只是“有没有测试失败”，已经有了答案：不再把没开始的测试补跑一遍
   const tests =
     options.stopAtFirstFailure && first.some((outcome) => !outcome.ok)
       ? classifyHangs(first).map(({ unstarted: _unstarted, failureType: _failureType, ...outcome }) => outcome)
-      : await settleHangs(first, (_again, pattern) => runOnce(file, { ...options, pattern }));
+      : await settleHangs(first, (_files, pattern) => runOnce(file, { ...again, pattern }));
   const passed = tests.filter((test) => test.ok).length;
   return { tests, passed, failed: tests.length - passed };
 }
@@ -169,49 +176,105 @@ export interface RunOptions {
    * 这时报告不完整，不能拿来数通过了几项。
    */
   stopAtFirstFailure?: boolean;
+  /**
+   * 每项测试一有结果就报告（watch 先行画出第一处偏差用）。挂住的测试已经换成 HUNG_MESSAGE，
+   * 因它没开始的测试不报告（它们随后重跑，结果只在最后的报告里）。
+   */
+  onOutcome?: (outcome: TestOutcome) => void;
+  /** 测试进程从哪里来：默认现启动一个（coldTestProcess）；watch 交给它预先启动好的进程（见 warm-tests.ts）。 */
+  launch?: TestLauncher;
 }
 
 /** 报告器写出的一条记录：多带 node:test 的原始失败类型，只在 settleHangs 里用。 */
 export type ReportedOutcome = TestOutcome & { failureType?: string };
 
-function runOnce(file: string, options: RunOptions): Promise<ReportedOutcome[]> {
+/**
+ * 一个测试进程的启动规格：参数、环境（含冻结 assert 的预加载）、报告器、时限、名称过滤。
+ * 冷启动与预热的进程都由它给出，区别只在入口：冷启动直接运行测试文件；预热的进程运行 warm-child.mjs，
+ * 收到文件名才 import 它。所以 verify 与 watch 对同一份代码给出同样的结论。
+ */
+export interface TestProcessSpec {
+  args: string[];
+  env: NodeJS.ProcessEnv;
+}
+
+export function testProcessSpec(entry: { file: string } | "warm", options: Pick<RunOptions, "pattern" | "timeoutMs">): TestProcessSpec {
   const env = { ...process.env };
   delete env.NODE_TEST_CONTEXT; // 否则测试进程会以为自己嵌套在另一个测试里
   delete env.PI_COURSE_PROGRESS; // 学习者的代码不该知道、更不该碰进度文件在哪里
   // 不继承套件的 NODE_OPTIONS（例如 tsx 加载器）；只打开源码映射：有 .js.map 时错误堆栈直接指向 .ts 源码。
   env.NODE_OPTIONS = `--enable-source-maps --import=${TEST_GUARD}`;
-  env.PI_COURSE_TEST_FILE = file; // 报告器以它为记录的 file：源码映射之后 node:test 报告的是 .ts 路径
-  const timeoutMs = options.timeoutMs ?? 60_000;
+  // 报告器以它为记录的 file：源码映射之后 node:test 报告的是 .ts 路径。预热的进程收到文件名时自己设上
+  delete env.PI_COURSE_TEST_FILE;
+  if (entry !== "warm") env.PI_COURSE_TEST_FILE = entry.file;
   const args = [
     `--test-reporter=${REPORTER}`,
     "--test-reporter-destination=stdout",
-    `--test-timeout=${timeoutMs}`,
+    `--test-timeout=${options.timeoutMs ?? TEST_TIMEOUT_MS}`,
     ...(options.pattern === undefined ? [] : [`--test-name-pattern=${options.pattern}`]),
-    file,
+    entry === "warm" ? WARM_ENTRY : entry.file,
   ];
+  return { args, env };
+}
+
+/** 一个按 testProcessSpec 启动的测试进程；begin(file) 让它开始运行这个文件。 */
+export interface TestProcess {
+  child: ChildProcessByStdio<Writable | null, Readable, Readable>;
+  begin(file: string): void;
+}
+
+/** 给出运行 file（带这些选项）的测试进程。 */
+export type TestLauncher = (file: string, options: { pattern?: string; timeoutMs: number }) => TestProcess;
+
+/** 现启动一个直接运行 file 的测试进程。 */
+export const coldTestProcess: TestLauncher = (file, options) => ({ child: spawnTestProcess(testProcessSpec({ file }, options), "ignore"), begin: () => {} });
+
+/** 预先启动一个等文件名的测试进程：begin(file) 时才把文件名写进它的标准输入。 */
+export function warmTestProcess(options: { pattern?: string; timeoutMs: number }): TestProcess {
+  const child = spawnTestProcess(testProcessSpec("warm", options), "pipe");
+  child.stdin.on("error", () => {}); // 进程已经退出时写入会 EPIPE：结果由 close 事件处理
+  return { child, begin: (file) => child.stdin.end(`${JSON.stringify({ file })}\n`) };
+}
+
+function spawnTestProcess(spec: TestProcessSpec, stdin: "ignore"): ChildProcessByStdio<null, Readable, Readable>;
+function spawnTestProcess(spec: TestProcessSpec, stdin: "pipe"): ChildProcessByStdio<Writable, Readable, Readable>;
+function spawnTestProcess(spec: TestProcessSpec, stdin: "ignore" | "pipe"): ChildProcessByStdio<Writable | null, Readable, Readable> {
+  // 测试进程和它启动的进程自成一个进程组：收场时连组一起结束，一个不留。
+  const child = spawn(process.execPath, spec.args, { env: spec.env, stdio: [stdin, "pipe", "pipe"], detached: true }) as ChildProcessByStdio<Writable | null, Readable, Readable>;
+  child.on("error", () => {}); // 启动失败由 collectOutcomes 报告（预热的进程可能还没人在听）
+  return child;
+}
+
+/** 结束测试进程和它的整个进程组。 */
+export function killTestProcess(child: { pid?: number | undefined }): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, "SIGKILL");
+  } catch {
+    // 组已经不在了
+  }
+}
+
+function runOnce(file: string, options: RunOptions): Promise<ReportedOutcome[]> {
+  const timeoutMs = options.timeoutMs ?? TEST_TIMEOUT_MS;
+  const launch = options.launch ?? coldTestProcess;
+  const settings = { timeoutMs, ...(options.pattern === undefined ? {} : { pattern: options.pattern }) };
+  return collectOutcomes(launch(file, settings), file, { ...options, timeoutMs });
+}
+
+/** 运行一个测试进程并收下它的记录：逐项报告、卡住时结束、提前收场、文件没能加载，冷启动与预热的进程都走这里。 */
+function collectOutcomes(testProcess: TestProcess, file: string, options: RunOptions & { timeoutMs: number }): Promise<ReportedOutcome[]> {
+  const { child } = testProcess;
   return new Promise((resolve, reject) => {
-    // 测试进程和它启动的进程自成一个进程组：收场时连组一起结束，一个不留。
-    const child = spawn(process.execPath, args, {
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-    const killGroup = () => {
-      if (child.pid === undefined) return;
-      try {
-        process.kill(-child.pid, "SIGKILL");
-      } catch {
-        // 组已经不在了
-      }
-    };
-    options.signal?.addEventListener("abort", killGroup, { once: true });
+    const killGroup = () => killTestProcess(child);
+    const { signal } = options;
+    signal?.addEventListener("abort", killGroup, { once: true });
     process.once("exit", killGroup);
     // 每项测试都有时限；超过时限还久久没有新的结果，说明测试进程在最后一项之后没有退出
     // （例如学习者的代码留下了一个没关的连接）。这时结束整个组，把已经收到的结果交回去。
     let lastOutput = Date.now();
     let stalled = false;
-    const stallMs = timeoutMs + STALL_GRACE_MS;
+    const stallMs = options.timeoutMs + STALL_GRACE_MS;
     const stallCheck = setInterval(() => {
       if (Date.now() - lastOutput <= stallMs) return;
       stalled = true;
@@ -220,38 +283,57 @@ function runOnce(file: string, options: RunOptions): Promise<ReportedOutcome[]> 
     let stdout = "";
     let stderr = "";
     let stopped = false;
+    const arrived: ReportedOutcome[] = [];
     child.stdout.on("data", (chunk: Buffer) => {
       lastOutput = Date.now();
       const before = stdout.lastIndexOf("\n") + 1;
       stdout += chunk.toString("utf8");
-      if (options.stopAtFirstFailure && !stopped && recordsIn(stdout.slice(before, stdout.lastIndexOf("\n") + 1)).some((record) => !record.ok && !record.skipped)) {
+      const records = recordsIn(stdout.slice(before, stdout.lastIndexOf("\n") + 1)).filter((record) => !record.skipped);
+      if (options.onOutcome) for (const record of records) reportAsItArrives(arrived, record, options.onOutcome);
+      if (options.stopAtFirstFailure && !stopped && records.some((record) => !record.ok)) {
         stopped = true;
         killGroup();
       }
     });
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
-    child.on("error", (error) => {
-      clearInterval(stallCheck);
-      reject(error);
-    });
+    let failedToStart: Error | undefined;
+    child.on("error", (error) => (failedToStart ??= error));
     child.on("close", (code) => {
       clearInterval(stallCheck);
       process.off("exit", killGroup);
-      options.signal?.removeEventListener("abort", killGroup);
+      signal?.removeEventListener("abort", killGroup);
+      if (signal?.aborted) return reject(signal.reason ?? new Error("aborted"));
+      if (failedToStart) return reject(failedToStart);
       const records = recordsIn(stdout);
-      // 非零退出、却没有一项失败的记录（例如 import 失败，测试一项也没开始）：
-      // 以文件路径为名记一次失败，信息取 stderr 里的第一行错误
-      if (code !== 0 && !stalled && !stopped && !records.some((record) => !record.ok && !record.skipped)) {
-        const lines = stderr.split("\n").map((line) => line.trim());
-        const reason = lines.find((line) => /^(\w*Error\b|Error \[)/.test(line)) ?? lines.find((line) => line !== "" && !line.startsWith("node:"));
-        records.push({ name: file, file, ok: false, skipped: false, message: reason ?? `测试进程以状态 ${code} 退出` });
-      }
+      if (code !== 0 && !stalled && !stopped && !records.some((record) => !record.ok && !record.skipped)) records.push(loadFailure(file, stderr, code));
       // 被名称过滤跳过的测试没有运行，不计入选中数。
       const outcomes: ReportedOutcome[] = records.filter((record) => !record.skipped).map(({ skipped: _skipped, ...outcome }) => outcome);
       if (stalled) outcomes.push({ name: file, file, ok: false, message: STALLED_MESSAGE });
       resolve(outcomes);
     });
+    if (signal?.aborted) killGroup();
+    else testProcess.begin(file);
   });
+}
+
+/**
+ * 非零退出、却没有一项失败的记录（例如 import 失败，测试一项也没开始）：以文件路径为名记一次失败，
+ * 信息取 stderr 里的第一行错误。冷启动与预热的进程都由 node 自己把没接住的错误写到 stderr。
+ */
+function loadFailure(file: string, stderr: string, code: number | null): RecordedOutcome {
+  const lines = stderr.split("\n").map((line) => line.trim());
+  const reason = lines.find((line) => /^(\w*Error\b|Error \[)/.test(line)) ?? lines.find((line) => line !== "" && !line.startsWith("node:"));
+  return { name: file, file, ok: false, skipped: false, message: reason ?? `测试进程以状态 ${code} 退出` };
+}
+
+/** 逐项报告一条刚到的记录：挂住的测试已经换成统一的说明，因它没开始的测试先不报告。 */
+function reportAsItArrives(arrived: ReportedOutcome[], record: RecordedOutcome, onOutcome: (outcome: TestOutcome) => void): void {
+  const { skipped: _skipped, ...outcome } = record;
+  arrived.push(outcome);
+  const latest = classifyHangs(arrived).at(-1);
+  if (!latest || latest.unstarted) return;
+  const { unstarted: _unstarted, failureType: _failureType, ...settled } = latest;
+  onOutcome(settled);
 }
 
 /** 报告器写出的一条记录：被名称过滤跳过的测试也有一条，skipped 为真。 */
@@ -259,7 +341,7 @@ export type RecordedOutcome = ReportedOutcome & { skipped: boolean };
 
 /**
  * 测试进程标准输出里的记录（带 RECORD_PREFIX 的 JSON 行，见 test-records.mjs）；测试自己打印的行不算，
- * 进程被结束时写到一半的最后一行也不算。watch 的预热进程（warm-tests.ts）用同样的记录。
+ * 进程被结束时写到一半的最后一行也不算。
  */
 export function recordsIn(text: string): RecordedOutcome[] {
   return text.split("\n").flatMap((line) => {

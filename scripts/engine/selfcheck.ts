@@ -12,8 +12,8 @@ import { linkTarget } from "./links.js";
 import { createPractice, GUIDE_FILE, linkDependencies, PRACTICE_MARKER } from "./practice.js";
 import { buildProject, compiledTestPath, failureMentions, runFilesApart, runTests, type BuildResult, type TestReport } from "./runner.js";
 import { mapInPool } from "./pool.js";
+import { anchorProblem, applyAnchored, findRegions, type Anchored } from "./regions.js";
 import { cutStarter, parentTeachingFiles, practiceTeachingFiles, targetTeachingFiles } from "./starter.js";
-import { findRegions } from "./regions.js";
 
 /**
  * 课程自检：DESIGN §4 的每一条承诺都对应这里的一个函数。
@@ -342,12 +342,12 @@ export async function checkFault(chapter: Chapter, dir: string): Promise<string[
       continue;
     }
     const source = readFileSync(file, "utf8");
-    const occurrences = source.split(mutation.find).length - 1;
-    if (occurrences !== 1) {
-      problems.push(`故障实验的原文在 ${mutation.file} 里出现 ${occurrences} 次，应当恰好 1 次`);
+    const problem = anchorProblem(source, mutation);
+    if (problem !== undefined) {
+      problems.push(`故障实验的${problem.message}`);
       continue;
     }
-    writeFileSync(file, source.replace(mutation.find, () => mutation.replace));
+    writeFileSync(file, applyAnchored(source, mutation));
   }
   if (problems.length > 0) return problems;
   await buildProject(dir, SELF_CHECK_BUILD); // 变异后的代码可以有类型错误；测试照样按编译出的 JS 运行
@@ -578,16 +578,16 @@ export async function checkCompileFails(chapter: Chapter, dir: string): Promise<
  */
 async function withReplacement(
   dir: string,
-  replacement: { file: string; find: string; replace: string },
+  replacement: Anchored,
   label: string,
   check: (replaced: string) => Promise<string | undefined>,
 ): Promise<string | undefined> {
   const file = path.join(dir, replacement.file);
   if (!existsSync(file)) return `${label}要改的文件 ${replacement.file} 不存在`;
   const original = readFileSync(file, "utf8");
-  const occurrences = original.split(replacement.find).length - 1;
-  if (occurrences !== 1) return `${label}的原文在 ${replacement.file} 里出现 ${occurrences} 次，应当恰好 1 次`;
-  const replaced = original.replace(replacement.find, () => replacement.replace);
+  const problem = anchorProblem(original, replacement);
+  if (problem !== undefined) return `${label}的${problem.message}`;
+  const replaced = applyAnchored(original, replacement);
   writeFileSync(file, replaced);
   try {
     return await check(replaced);
@@ -598,7 +598,7 @@ async function withReplacement(
 
 // ── 承诺 7：课文 ────────────────────────────────────────────────
 
-export function checkLesson(ctx: SelfCheckContext, chapter: Chapter): string[] {
+export function checkLesson(ctx: Pick<SelfCheckContext, "kitRoot" | "chapters">, chapter: Chapter): string[] {
   const scripts = Object.keys(
     (JSON.parse(readFileSync(path.join(ctx.kitRoot, "package.json"), "utf8")) as { scripts?: Record<string, string> }).scripts ?? {},
   );

@@ -1,4 +1,4 @@
-// 测试结果的记录格式，direct-reporter.mjs（runner.ts 运行测试文件）与 warm-reporter.mjs（watch 的预热进程）共用：
+// 测试结果的记录格式（test-reporter.mjs 写出，runner.ts 的 recordsIn 读回）：
 // 每条记录一行 JSON，失败时带上断言的信息、actual / expected 与堆栈。
 
 // 断言的 actual / expected 要穿过 JSON：正则、undefined、NaN、bigint 这些 JSON 表达不了的值
@@ -47,5 +47,5 @@ export function failureOf(error) {
 }
 
 
-/** 预热进程的标准输出里，以它开头的行才是记录。 */
+/** 测试进程的标准输出里，以它开头的行才是记录。 */
 export const RECORD_PREFIX = "\u001e@pi-course ";

@@ -6,7 +6,7 @@ import { practiceStart, readCommittedFile, type CourseHistory } from "./history.
 import { firstDeviation, labResults, patternsToIsolate, settledFailure, type Deviation, type EarlierResult, type LabResult, type TestFileChange } from "./labs.js";
 import { defaultPracticeDir, readPracticeMarker } from "./practice.js";
 import type { Progress } from "./progress.js";
-import { buildProject, compiledTestPath, failureLocation, isFileFailure, runTests, type BuildResult, type TestOutcome, type TestReport } from "./runner.js";
+import { buildProject, compiledTestPath, failureLocation, isFileFailure, runTests, type BuildResult, type RunOptions, type TestOutcome, type TestReport } from "./runner.js";
 
 /**
  * 检查一个练习目录：编译、运行测试、按实践归类、找出第一处偏差。
@@ -31,12 +31,8 @@ export interface PracticeCheck {
   pending?: boolean;
 }
 
-export interface RunFileOptions {
-  pattern?: string;
-  signal?: AbortSignal;
-  /** 每项测试一有结果就报告（可以不支持：那样就只有最后的报告）。 */
-  onOutcome?: (outcome: TestOutcome) => void;
-}
+/** 运行单个测试文件的选项：runner.runTests 的一部分（watch 的预热进程也接受同样的选项）。 */
+export type RunFileOptions = Pick<RunOptions, "pattern" | "signal" | "onOutcome">;
 
 export interface CheckOptions {
   dir: string;

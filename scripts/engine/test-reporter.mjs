@@ -1,4 +1,4 @@
-// runner.ts 运行测试文件（node 直接运行它，测试就在这个进程里跑）时用的报告器。
+// 测试进程里的 node:test 报告器（runner.ts 的 testProcessSpec 给冷启动与预热的进程都装上它）。
 // 每个测试一条记录（多带 node:test 的原始失败类型，settleHangs 靠它统一挂住的测试），
 // 前缀把记录和测试自己打印到标准输出的内容分开。
 import { failureOf, RECORD_PREFIX } from "./test-records.mjs";
