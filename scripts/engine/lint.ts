@@ -139,10 +139,11 @@ async function regionsOf(tree: TargetTree, chapter: Chapter, at: At): Promise<st
 async function testNamesOf(tree: TargetTree, chapter: Chapter, at: At): Promise<string[]> {
   const source = await tree.read(chapter.focusedTest.path);
   if (source === undefined) return [at("focusedTest.path", `目标里没有 ${chapter.focusedTest.path}`)];
-  const { names, complete } = testNames(source);
+  const { names, templates, complete } = testNames(source);
   const problems: string[] = [];
   const named = (field: string, name: string) => {
-    if (complete ? !names.includes(name) : !source.includes(name)) problems.push(at(field, `聚焦测试里没有名为「${name}」的测试`));
+    const found = names.includes(name) || templates.some((template) => template.test(name)) || (!complete && source.includes(name));
+    if (!found) problems.push(at(field, `聚焦测试里没有名为「${name}」的测试`));
   };
   named("fault.test", chapter.fault.test);
   if (chapter.firstRed.kind === "test") chapter.firstRed.failures.forEach((failure, index) => named(`firstRed.failures[${index}].test`, failure.test));
@@ -164,18 +165,25 @@ async function testNamesOf(tree: TargetTree, chapter: Chapter, at: At): Promise<
 
 const TEST_CALL = /\btest\(\s*(?:"((?:[^"\\\n]|\\.)*)"|'((?:[^'\\\n]|\\.)*)'|`((?:[^`\\]|\\.)*)`)/g;
 
-/** 源码里 test(…) 的名字；complete 为假表示有的名字是算出来的（模板字符串里带 ${…}，或不是字面量）。 */
-export function testNames(source: string): { names: string[]; complete: boolean } {
+/**
+ * 源码里 test(…) 的名字；模板字符串里带 ${…} 的名字交回一个正则（${…} 处可以是任何文字），点名的测试照样能认出来。
+ * complete 为假表示有的名字是算出来的，不能拿来数项数。
+ */
+export function testNames(source: string): { names: string[]; templates: RegExp[]; complete: boolean } {
   const names: string[] = [];
+  const templates: RegExp[] = [];
   let complete = true;
   for (const match of source.matchAll(TEST_CALL)) {
     const [, double, single, template] = match;
-    if (template !== undefined && template.includes("${")) complete = false;
-    else names.push(unescape(double ?? single ?? template ?? ""));
+    if (template !== undefined && template.includes("${")) {
+      complete = false;
+      const parts = template.split(/\$\{[^}]*\}/).map((part) => unescape(part).replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+      templates.push(new RegExp(`^${parts.join(".+?")}$`));
+    } else names.push(unescape(double ?? single ?? template ?? ""));
   }
   // 每个 test( 都读出了字面量的名字，才能拿名字去数项数
   const calls = source.match(/\btest\(/g)?.length ?? 0;
-  return { names, complete: complete && calls === names.length };
+  return { names, templates, complete: complete && calls === names.length };
 }
 
 function unescape(literal: string): string {

@@ -7,6 +7,7 @@
  *     appendEntry(customType, data)  只是一个 custom 条目：保存、可以重放给界面，从不进请求；
  *     sendMessage({ … })             一条 custom 角色的消息：只有 content 以 user 身份进请求，
  *                                     display 与 details 留在记录里。
+ *   写不进记录的会话不再使用：一条消息没能写进去，这次运行就地停下，之后的 prompt 在问模型之前就被拒绝。
  *
  * 第 11 章接上上下文的构建与压缩：
  *   `!cmd` / `!!cmd`   用户自己的命令，记成 bashExecution；`!!` 的只存不发。
@@ -37,8 +38,8 @@ import {
   type CompactionSkipCode,
 } from "./compaction.js";
 import { convertToLlm, createCustomMessage, type BashExecutionMessage, type CustomMessage } from "./messages.js";
-import type { BranchSummaryEntry, CompactionEntry, CustomEntry } from "./session-entries.js";
-import { contextItems, type SessionTree } from "./session-tree.js";
+import { assertStorable, type BranchSummaryEntry, type CompactionEntry, type CustomEntry } from "./session-entries.js";
+import { contextItems, unwritable, type SessionTree } from "./session-tree.js";
 import type { ExtensionRunner, LifecycleEvent } from "./extensions.js";
 import type { Resources } from "./resources.js";
 import { resourcePatch, resourceSections } from "./resources/sections.js";
@@ -169,6 +170,8 @@ export class AgentSession {
   readonly tree: SessionTree;
   private readonly now: () => number;
   private readonly options: AgentSessionOptions;
+  /** 第一条没能写进记录的消息为什么没写进去；有了它，会话不再接受 prompt。 */
+  private failure: unknown;
   private templates: readonly PromptTemplate[];
   /** 排队送给扩展的生命周期事件：一个接一个，顺序与发生顺序相同。 */
   private extensionEvents: Promise<void> = Promise.resolve();
@@ -202,10 +205,30 @@ export class AgentSession {
     if (history.length === 0) for (const message of this.agent.state.messages) persistMessage(this.tree, message);
     // 之后的每一条（用户的输入、模型的回答、工具结果）都在 message_end 时落进记录。
     this.agent.subscribe((event) => {
-      if (event.type === "message_end") persistMessage(this.tree, event.message);
+      if (event.type === "message_end") this.record(event.message);
     });
     // #endregion
     if (runner !== undefined) this.bindExtensions(runner);
+  }
+
+  // #region lab 10.4 辅助
+  /** transcript 里已经有了这条消息，记录却写不进去：记下原因并停下这次运行，别带着缺口再去问模型。 */
+  private record(message: AgentMessage): void {
+    try {
+      persistMessage(this.tree, message);
+    } catch (error) {
+      this.failure ??= error;
+      this.agent.abort();
+    }
+  }
+  // #endregion
+
+  /** 记录写不进去（之前的写入失败过，或者有一条消息存不下）就抛出 unwritable。 */
+  private async assertWritable(): Promise<void> {
+    // #region lab 10.4
+    await this.tree.assertWritable();
+    if (this.failure !== undefined) throw unwritable(this.failure);
+    // #endregion
   }
 
   /** 新会话的第一条 system 带上资源的具名段落：之后的重新加载才有东西可以按名字补丁。 */
@@ -279,10 +302,11 @@ export class AgentSession {
   }
 
   /**
-   * 跑一次，并等这次产生的条目全部写完。以 `!` 开头的一句话不问模型，交给 executeBash；
+   * 跑一次，并等这次产生的条目全部写完。写不进记录的会话在做任何事之前就拒绝。以 `!` 开头的一句话不问模型，交给 executeBash；
    * 问模型之前先看预算，超出就先压缩。signal 管这次运行的全程：压缩、提问、工具。
    */
   async prompt(input: PromptInput, options: { signal?: AbortSignal } = {}): Promise<PromptReport> {
+    await this.assertWritable();
     const bash = typeof input === "string" ? parseBashInput(input) : undefined;
     if (bash !== undefined) {
       await this.executeBash(bash.command, { excludeFromContext: bash.excludeFromContext, signal: options.signal });
@@ -301,6 +325,7 @@ export class AgentSession {
     if (compaction?.status === "aborted") return { compaction };
     await this.runAgent(input, options.signal);
     await this.flush();
+    await this.assertWritable();
     return compaction === undefined ? {} : { compaction };
   }
 
@@ -358,6 +383,8 @@ export class AgentSession {
   sendMessage<T>(input: CustomMessageInput<T>): CustomMessage<T> {
     // #region lab 10.4
     const message = createCustomMessage(input.customType, input.content, input.display, input.details, this.now());
+    // 先查存不存得下：存不下就当场失败，transcript 和记录都不多一条。
+    assertStorable(message, "sendMessage 的消息");
     this.agent.appendMessage(message);
     persistMessage(this.tree, message);
     return message;

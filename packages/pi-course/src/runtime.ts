@@ -3,9 +3,11 @@
  *
  *   模型      options.model → 环境变量（第 05 章的 modelFromEnv）→ 离线模型
  *   会话文件  <agentDir>/sessions/<cwd 编码成的一个文件夹名>/<时间戳>_<id>.jsonl（第 10 章的 JSONL）
- *   工具      第 08 章的四个编码工具，全部限定在 cwd 这个工作区里
+ *   工具      第 08 章的四个编码工具：文件工具限定在 cwd 这个工作区里；bash 在那里启动，但不被限定在里面
  *   资源      第 12 章：AGENTS.md、技能、提示模板；坏掉的文件只是一条警告
  *   扩展      第 12 章：<cwd>/.pi/extensions 里的模块；加载失败、处理器出错都只是一条警告
+ *   闸门      第 12 章的批准闸门排在扩展的最前面；允许规则与“以后都可以”都在 agent 目录里，从不在工作区里
+ *   信任      项目扩展是仓库里的代码：给了 trust 时，只在信任的项目里加载；决定也在 agent 目录里
  *   会话      第 09–12 章的 AgentSession：Agent、会话树、用户命令、压缩、资源与扩展
  *
  * 别处的代码不 new 这些零件：它们只调用 createRuntime。零件怎么接、按什么顺序关，只在这一个文件里。
@@ -15,16 +17,17 @@
 
 import { randomUUID } from "node:crypto";
 import type { Stats } from "node:fs";
-import { access, constants, mkdir, readdir, stat } from "node:fs/promises";
+import { access, constants, mkdir, readdir, readFile, rename, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 
-import { AgentSession } from "./agent-session.js";
+import { AgentSession, type PromptReport } from "./agent-session.js";
 import type { PromptInput } from "./agent.js";
+import { approvalGate, parseAllowRule, PermissionStore, type ApprovalGateOptions } from "./approval-gate.js";
 import { codingTools } from "./coding-tools.js";
 import type { CompactionSettings } from "./compaction.js";
 import { loadExtensions } from "./extension-loader.js";
-import { ExtensionRunner, type ExtensionActions, type ExtensionError } from "./extensions.js";
+import { extensionFromFactory, ExtensionRunner, type Extension, type ExtensionActions, type ExtensionError } from "./extensions.js";
 import { OfflineModel } from "./offline-model.js";
 import { modelFromEnv } from "./openai-compatible.js";
 import { loadResources, type Resources } from "./resources.js";
@@ -55,6 +58,39 @@ export interface RuntimeOptions {
   openStore?: (file: string) => SessionStore;
   /** 向上找 AGENTS.md 时走到这一层为止（第 12 章的 stopAt）；省略时走到文件系统根。eval 用它隔开机器上的文件。 */
   contextStopAt?: string;
+  /**
+   * 装上第 12 章的批准闸门。省略就不装：createRuntime 是一个库，嵌入它的程序（例如在临时工作区里跑的评测）
+   * 自己决定；tiny-pi 命令总是给它。
+   */
+  approval?: ApprovalSettings;
+  /**
+   * 检查项目信任：`.pi/extensions` 只在信任的项目里加载。省略就照旧全部加载（同 approval，由调用方决定）；
+   * once 是 --trust：只信任这一次，不记下。
+   */
+  trust?: { once?: boolean };
+}
+
+/** 这个项目的信任状况：有哪些项目扩展、加载了没有、怎样记下决定。 */
+export interface ProjectTrust {
+  /** `.pi/extensions` 里的文件名（没有这个目录就是空的）。 */
+  readonly extensions: readonly string[];
+  /** trusted：加载了；untrusted：以前回答过不信任；undecided：还没有决定过（这次没有加载）。 */
+  readonly state: "trusted" | "untrusted" | "undecided";
+  /** 决定记在哪个文件里（agent 目录里，从不在工作区里）。 */
+  readonly file: string;
+  /** 把决定记进 agent 目录，下次启动按它办。 */
+  record(trusted: boolean): Promise<void>;
+}
+
+export interface ApprovalSettings {
+  /** 问人（交互模式）；省略时要批准的调用一律不执行（打印、JSON 模式）。 */
+  ask?: ApprovalGateOptions["ask"];
+  /** 命令行给的允许规则（--allow）；agent 目录里 settings.json 的 allow 也算。 */
+  allow?: readonly string[];
+  /** --yolo：不装闸门，每个工具调用都直接运行。 */
+  off?: boolean;
+  /** 闸门给人看的话（/permissions 的输出、不能问时怎样放行）；默认同 onWarning。 */
+  notify?: (message: string) => void;
 }
 
 export interface Runtime {
@@ -64,6 +100,9 @@ export interface Runtime {
   readonly resources: Resources;
   readonly extensions: ExtensionRunner;
   readonly sessionFile: string;
+  readonly projectTrust: ProjectTrust;
+  /** 批准闸门开着没有（没给 approval、或者 --yolo 时是关的）：横幅据此说清楚。 */
+  readonly approvalGate: boolean;
   /** 按创建的逆序关闭每个部件，恰好一次；再调用拿到的是同一个结果。 */
   dispose(): Promise<void>;
 }
@@ -73,7 +112,8 @@ export type RuntimeErrorCode =
   | "SESSION_DIR_NOT_WRITABLE"
   | "SESSION_NOT_A_FILE"
   | "SESSION_UNREADABLE"
-  | "RUNTIME_DISPOSED";
+  | "RUNTIME_DISPOSED"
+  | "SETTINGS_INVALID";
 
 /** 人能照着改的错误：code 稳定，消息说出哪里不对、怎样修。 */
 export class RuntimeError extends Error {
@@ -121,6 +161,11 @@ export function sessionFileName(timestamp: number, id: string): string {
 /** 扩展的一次出错 → 一句警告：哪个文件、哪个事件、说了什么，以及 Agent 照常继续。 */
 export function extensionWarning(error: ExtensionError): string {
   return `扩展 ${error.extensionPath} 在 ${error.event} 里出错（已跳过，Agent 继续）：${error.error}`;
+}
+
+/** 一个项目记住的“以后都可以”放在哪里：agent 目录里，文件名与会话文件夹同一种编码。 */
+export function permissionsFile(agentDir: string, cwd: string): string {
+  return path.join(agentDir, "permissions", `${sessionFolderName(cwd)}.json`);
 }
 
 export function defaultAgentDir(env: Record<string, string | undefined>): string {
@@ -196,9 +241,9 @@ export class RuntimeSession extends AgentSession {
     this.closed = true;
   }
 
-  override async prompt(input: PromptInput): Promise<void> {
+  override async prompt(input: PromptInput, options: { signal?: AbortSignal } = {}): Promise<PromptReport> {
     if (this.closed) throw new RuntimeError("RUNTIME_DISPOSED", "运行时已经关闭，不能再提问：请用 createRuntime 建一个新的运行时。");
-    return super.prompt(input);
+    return super.prompt(input, options);
   }
 }
 
@@ -280,6 +325,78 @@ async function checkedCwd(cwd: string): Promise<string> {
   return absolute;
 }
 
+// ── 批准闸门 ────────────────────────────────────────────────────
+
+/** agent 目录里 settings.json 的 allow：每条都按闸门的规则检查，写错了是一句说出文件的错误。没有这个文件就是没有规则。 */
+export async function settingsAllow(agentDir: string): Promise<string[]> {
+  const file = path.join(agentDir, "settings.json");
+  const body = await readFile(file, "utf8").catch((error: NodeJS.ErrnoException) => {
+    if (error.code === "ENOENT") return undefined;
+    throw error;
+  });
+  if (body === undefined) return [];
+  try {
+    const allow = (JSON.parse(body) as { allow?: unknown }).allow ?? [];
+    if (!Array.isArray(allow)) throw new Error("allow 应当是一组字符串");
+    return allow.map((rule) => parseAllowRule(String(rule)));
+  } catch (error) {
+    throw new RuntimeError("SETTINGS_INVALID", `设置文件 ${file} 有误：${(error as Error).message}`);
+  }
+}
+
+/** 第 12 章的闸门接上这次运行：允许规则来自命令行与 settings.json，“以后都可以”存在 agent 目录里。--yolo 时没有闸门。 */
+async function approvalExtension(settings: ApprovalSettings, agentDir: string, cwd: string, warn: (message: string) => void): Promise<Extension | undefined> {
+  if (settings.off === true) return undefined;
+  const allow = [...(settings.allow ?? []), ...(await settingsAllow(agentDir))];
+  const store = await PermissionStore.open(permissionsFile(agentDir, cwd));
+  return extensionFromFactory("approval-gate", approvalGate({ cwd, allow, store, ask: settings.ask, notify: settings.notify ?? warn }));
+}
+
+// ── 项目信任 ────────────────────────────────────────────────────
+
+/** 记着每个项目信任与否的文件：agent 目录里的一个 JSON，键是项目的绝对路径。 */
+export function trustFile(agentDir: string): string {
+  return path.join(agentDir, "trusted-projects.json");
+}
+
+async function readTrust(file: string): Promise<Record<string, boolean>> {
+  const body = await readFile(file, "utf8").catch((error: NodeJS.ErrnoException) => {
+    if (error.code === "ENOENT") return undefined;
+    throw error;
+  });
+  if (body === undefined) return {};
+  try {
+    const projects = (JSON.parse(body) as { projects?: unknown }).projects;
+    if (typeof projects !== "object" || projects === null || Array.isArray(projects)) throw new Error("projects 应当是一个对象");
+    return projects as Record<string, boolean>;
+  } catch (error) {
+    throw new RuntimeError("SETTINGS_INVALID", `信任记录 ${file} 有误（${(error as Error).message}）：修好它，或者删掉它（每个项目会再问一次）。`);
+  }
+}
+
+/** 没加载项目扩展时给人看的一句：加载了什么、为什么没加载、怎样改。 */
+export function untrustedWarning(trust: ProjectTrust): string {
+  const files = trust.extensions.join("、");
+  return trust.state === "untrusted"
+    ? `没有加载项目扩展（${files}）：你以前选了不信任这个项目（记在 ${trust.file}）。加 --trust 只信任这一次。`
+    : `没有加载项目扩展（${files}）：这个项目还没有被信任。加 --trust 只信任这一次，或者在交互模式里回答一次。`;
+}
+
+/** 这个项目信不信任：没有项目扩展就无所谓；--trust 这一次信任；否则看记下的决定。 */
+async function projectTrustOf(options: RuntimeOptions["trust"], agentDir: string, cwd: string, dir: string): Promise<ProjectTrust> {
+  const extensions = (await readdir(dir).catch(() => [] as string[])).filter((name) => !name.startsWith(".")).sort();
+  const file = trustFile(agentDir);
+  const record = async (trusted: boolean) => {
+    const projects = { ...(await readTrust(file)), [cwd]: trusted };
+    await mkdir(agentDir, { recursive: true });
+    await writeFile(`${file}.tmp`, `${JSON.stringify({ projects }, null, 2)}\n`);
+    await rename(`${file}.tmp`, file);
+  };
+  if (options === undefined || options.once === true || extensions.length === 0) return { extensions, state: "trusted", file, record };
+  const decided = (await readTrust(file))[cwd];
+  return { extensions, state: decided === undefined ? "undecided" : decided ? "trusted" : "untrusted", file, record };
+}
+
 // ── 组合根 ──────────────────────────────────────────────────────
 
 /**
@@ -292,7 +409,8 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const now = options.now ?? Date.now;
   const cwd = await checkedCwd(options.cwd);
   const model = resolveModel({ ...options, env });
-  const folder = path.join(options.agentDir ?? defaultAgentDir(env), "sessions", sessionFolderName(cwd));
+  const agentDir = options.agentDir ?? defaultAgentDir(env);
+  const folder = path.join(agentDir, "sessions", sessionFolderName(cwd));
   const warn = options.onWarning ?? ((message: string) => void process.stderr.write(`${message}\n`));
   const disposer = new Disposer();
   try {
@@ -304,9 +422,15 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     for (const diagnostic of resources.diagnostics) warn(`资源 ${diagnostic.path}：${diagnostic.message}`);
     const tree = await openSessionTree(sessionFile, options.openStore ?? ((file) => new JsonlSessionStore(file)), now);
     disposer.add("会话文件", () => tree.flush());
-    const loaded = await loadExtensions(path.join(cwd, ".pi", "extensions"));
+    // 项目扩展是克隆下来的仓库里的代码：没信任的项目一个都不加载（也就一行都不运行）。
+    const extensionDir = path.join(cwd, ".pi", "extensions");
+    const projectTrust = await projectTrustOf(options.trust, agentDir, cwd, extensionDir);
+    const loaded = projectTrust.state === "trusted" ? await loadExtensions(extensionDir) : { extensions: [], errors: [] };
     for (const error of loaded.errors) warn(extensionWarning(error));
-    const extensions = new ExtensionRunner(loaded.extensions, { cwd, onError: (error) => warn(extensionWarning(error)) });
+    // 闸门排在最前面：第一个说 block 的处理器拦下调用，人说了“不”，后面的扩展就看不到这次调用。
+    const gate = options.approval === undefined ? undefined : await approvalExtension(options.approval, agentDir, cwd, warn);
+    const all = gate === undefined ? loaded.extensions : [gate, ...loaded.extensions];
+    const extensions = new ExtensionRunner(all, { cwd, onError: (error) => warn(extensionWarning(error)) });
     disposer.add("扩展", () => extensions.bindActions(CLOSED_ACTIONS));
     const session = new RuntimeSession({
       tree,
@@ -328,7 +452,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     });
     // 新会话的第一条（system）现在就落盘：写不进去的会话文件在这里报错，而不是在第一次回答之后。
     await session.flush();
-    return { cwd, model, session, resources, extensions, sessionFile, dispose: () => disposer.dispose() };
+    return { cwd, model, session, resources, extensions, sessionFile, projectTrust, approvalGate: gate !== undefined, dispose: () => disposer.dispose() };
     // #endregion
   } catch (error) {
     await disposer.dispose().catch(() => {});

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
@@ -8,7 +8,17 @@ import { after, test } from "node:test";
 import { Agent } from "../src/agent.js";
 import type { AfterToolCall, BeforeToolCall } from "../src/agent-loop.js";
 import { AgentSession } from "../src/agent-session.js";
-import { readTool } from "../src/coding-tools.js";
+import {
+  approvalGate,
+  approvalUnavailable,
+  parseAllowRule,
+  PermissionStore,
+  ruleAllows,
+  userDeclined,
+  type ApprovalAnswer,
+  type ApprovalRequest,
+} from "../src/approval-gate.js";
+import { codingTools, readTool } from "../src/coding-tools.js";
 import { loadExtensions } from "../src/extension-loader.js";
 import {
   extensionFromFactory,
@@ -794,4 +804,121 @@ test("12.6 registerTool 登记的工具进工具集：加载时登记的和之�
   await session.prompt("用工具");
   assert.deepEqual(model.requests[0]!.tools?.map((tool) => tool.name), ["echo", "late"]);
   assert.deepEqual(log, ["a", "b"]);
+});
+
+// ── 12.7 批准闸门 ───────────────────────────────────────────────
+
+/** 一个工作区（里面有一个 victim 目录和一份 README），工作区旁边还有一个 outside 目录。 */
+async function guardedWorkspace() {
+  const root = await tempDir();
+  const cwd = path.join(root, "ws");
+  await writeFiles(root, { "ws/README.md": "# 星图\n", "ws/victim/keep.txt": "别删我\n", "outside/keep.txt": "也别删我\n" });
+  return { root, cwd, tools: codingTools(await Workspace.open(cwd)) };
+}
+
+async function exists(file: string): Promise<boolean> {
+  return stat(file).then(
+    () => true,
+    () => false,
+  );
+}
+
+test("12.7 允许规则只认 bash、write、edit（可带命令前缀或路径）；前缀只放行同一条简单命令，接上 ; && | 的不算", () => {
+  assert.equal(parseAllowRule("bash"), "bash");
+  assert.equal(parseAllowRule(" bash : npm test "), "bash:npm test");
+  assert.equal(parseAllowRule("write:src/a.ts"), "write:src/a.ts");
+  assert.throws(() => parseAllowRule("read"), /允许规则 "read" 看不懂/);
+  assert.throws(() => parseAllowRule("bash:"), /看不懂/);
+  const cwd = "/project";
+  const bash = (command: string) => ({ command });
+  assert.ok(ruleAllows("bash", "bash", bash("rm -rf victim"), cwd));
+  assert.ok(ruleAllows("bash:npm test", "bash", bash("npm test"), cwd));
+  assert.ok(ruleAllows("bash:npm test", "bash", bash("npm test -- --watch"), cwd));
+  assert.ok(!ruleAllows("bash:npm test", "bash", bash("npm testing"), cwd));
+  assert.ok(!ruleAllows("bash:npm test", "bash", bash("npm test && rm -rf ~"), cwd));
+  assert.ok(!ruleAllows("bash:npm test", "bash", bash("npm test; rm -rf ~"), cwd));
+  assert.ok(!ruleAllows("bash:npm test", "bash", bash("npm test | sh"), cwd));
+  assert.ok(ruleAllows("write:src/a.ts", "write", { path: "./src/a.ts", content: "" }, cwd));
+  assert.ok(!ruleAllows("write:src/a.ts", "write", { path: "src/b.ts", content: "" }, cwd));
+  assert.ok(!ruleAllows("write", "edit", { path: "src/a.ts", edits: [] }, cwd));
+});
+
+test("12.7 不能问时 bash、write、edit 一律不执行：配对的 isError 结果用英文说明没人批准，read 照常，运行照常答完", { timeout: 5_000 }, async () => {
+  const { cwd, tools } = await guardedWorkspace();
+  const notes: string[] = [];
+  const { session, model } = await scene(
+    [
+      reply(
+        call("c1", "bash", { command: "rm -rf victim" }),
+        call("c2", "write", { path: "new.txt", content: "x" }),
+        call("c3", "edit", { path: "README.md", edits: [{ oldText: "星图", newText: "月图" }] }),
+        call("c4", "read", { path: "README.md" }),
+      ),
+      reply(text("好")),
+    ],
+    { tools, factories: [approvalGate({ cwd, notify: (line) => notes.push(line) })] },
+  );
+  await session.prompt("动手");
+  assert.ok(await exists(path.join(cwd, "victim", "keep.txt")), "没人批准的 rm -rf 不该执行");
+  assert.ok(!(await exists(path.join(cwd, "new.txt"))), "没人批准的 write 不该执行");
+  assert.equal(await readFile(path.join(cwd, "README.md"), "utf8"), "# 星图\n");
+  const results = model.requests[1]!.messages.filter((message) => message.role === "toolResult");
+  assert.deepEqual(results.map((message) => [message.toolCallId, message.isError]), [["c1", true], ["c2", true], ["c3", true], ["c4", false]]);
+  assert.equal(resultText(results[0]), approvalUnavailable("bash"));
+  assert.equal(resultText(results[1]), approvalUnavailable("write"));
+  assert.equal(session.messages.at(-1)?.role, "assistant");
+  assert.match(notes[0] ?? "", /--allow bash 或 --allow "bash:rm -rf victim"/);
+});
+
+test("12.7 问人：n 拦下（模型读到用户拒绝），y 只放行这一次，a 记下规则、同一条命令以后不再问；提到工作区外的路径多一行警告", { timeout: 5_000 }, async () => {
+  const { root, cwd, tools } = await guardedWorkspace();
+  const asked: ApprovalRequest[] = [];
+  const answers: ApprovalAnswer[] = ["no", "yes", "always"];
+  const store = PermissionStore.inMemory();
+  const ask = async (request: ApprovalRequest) => {
+    asked.push(request);
+    return answers.shift() ?? "no";
+  };
+  const { session, model } = await scene(
+    [
+      reply(call("c1", "bash", { command: "rm -rf ../outside && echo gone" })),
+      reply(call("c2", "bash", { command: "touch once.txt" })),
+      reply(call("c3", "bash", { command: "touch always.txt" })),
+      reply(call("c4", "bash", { command: "touch always.txt" }), call("c5", "bash", { command: "touch once.txt" })),
+      reply(text("好")),
+    ],
+    { tools, factories: [approvalGate({ cwd, ask, store })] },
+  );
+  await session.prompt("动手");
+  assert.ok(await exists(path.join(root, "outside", "keep.txt")), "说了 n 的命令不该执行");
+  assert.match(asked[0]?.warning ?? "", /工作区之外的路径（\.\.\/outside）/);
+  assert.equal(asked[1]?.warning, undefined);
+  assert.equal(asked[0]?.summary, "bash：rm -rf ../outside && echo gone");
+  const first = model.requests[1]!.messages.at(-1);
+  assert.equal(resultText(first), userDeclined("bash"));
+  assert.ok(await exists(path.join(cwd, "once.txt")));
+  assert.ok(await exists(path.join(cwd, "always.txt")));
+  assert.deepEqual(store.rules(), ["bash:touch always.txt"]);
+  // c4 被记下的规则放行，不再问；c5 只批准过一次，要再问（答案用完了，就是 no）。
+  assert.deepEqual(asked.map((request) => request.rule), ["bash:rm -rf ../outside && echo gone", "bash:touch once.txt", "bash:touch always.txt", "bash:touch once.txt"]);
+  const last = model.requests[4]!.messages.filter((message) => message.role === "toolResult").slice(-2);
+  assert.deepEqual(last.map((message) => message.isError), [false, true]);
+});
+
+test("12.7 “以后都可以”存在给定的文件里：重新打开还在，/permissions 列出并清掉；坏掉的文件报错，不被覆盖", { timeout: 5_000 }, async () => {
+  const root = await tempDir();
+  const file = path.join(root, "agent", "permissions", "project.json");
+  const store = await PermissionStore.open(file);
+  await store.add("bash:npm test");
+  await store.add("bash:npm test");
+  assert.deepEqual((await PermissionStore.open(file)).rules(), ["bash:npm test"]);
+  const notes: string[] = [];
+  const { session } = await scene([], { factories: [approvalGate({ cwd: root, store: await PermissionStore.open(file), notify: (line) => notes.push(line) })] });
+  await session.prompt("/permissions");
+  assert.match(notes.join("\n"), /bash:npm test/);
+  await session.prompt("/permissions clear");
+  assert.deepEqual((await PermissionStore.open(file)).rules(), []);
+  await writeFile(file, "{ 坏了");
+  await assert.rejects(PermissionStore.open(file), /权限文件 .* 不是合法的 JSON/);
+  assert.equal(await readFile(file, "utf8"), "{ 坏了");
 });

@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { PassThrough, Writable } from "node:stream";
@@ -13,13 +15,17 @@ import { InteractiveMode, renderTree } from "../src/cli/interactive-mode.js";
 import { main, type CliIo } from "../src/cli/main.js";
 import { Output } from "../src/cli/output.js";
 import { listProcesses } from "../src/cli/process-groups.js";
+import { approvalUnavailable, userDeclined, type ApprovalAnswer } from "../src/approval-gate.js";
 import { AssistantMessageEventStream } from "../src/event-stream.js";
 import { decideOffline, OFFLINE_HELP, OfflineModel, projectNameOf, requestedFile } from "../src/offline-model.js";
 import { OpenAiCompatibleModel } from "../src/openai-compatible.js";
 import {
   createRuntime,
   Disposer,
+  trustFile,
+  untrustedWarning,
   DisposeError,
+  permissionsFile,
   resolveModel,
   RuntimeError,
   sessionFileName,
@@ -173,7 +179,7 @@ test("13.1 读到结果后用第一个一级标题回答；没有标题、读取
   assert.equal(named.kind, "answer");
   assert.match(named.kind === "answer" ? named.text : "", /星图/);
   const untitled = decideOffline(reply("只有正文"), [readTool]);
-  assert.match(untitled.kind === "answer" ? untitled.text : "", /没有以 "# " 开头的标题/);
+  assert.match(untitled.kind === "answer" ? untitled.text : "", /没有以 "# " 开头的标题.*第一行是：「只有正文」/);
   const failed = decideOffline(reply("文件 README.md 不存在。", true), [readTool]);
   assert.match(failed.kind === "answer" ? failed.text : "", /读取 README\.md 失败：文件 README\.md 不存在/);
   // 上一问的结果不算数：新的一问要重新读。
@@ -356,10 +362,10 @@ test("13.2 会话目录不能写：抛出的 RuntimeError 说出目录，也说�
 // ── 实践 13.3 ───────────────────────────────────────────────────
 
 test("13.3 参数：-p 是打印模式，--mode json 是 JSON 模式，什么都不给是交互模式", () => {
-  assert.deepEqual(parseCliArgs(["-p", README_TASK]), { mode: "print", messages: [README_TASK], session: "new", help: false });
+  assert.deepEqual(parseCliArgs(["-p", README_TASK]), { mode: "print", messages: [README_TASK], session: "new", allow: [], yolo: false, trust: false, help: false });
   assert.equal(parseCliArgs(["--mode", "json", "任务"]).mode, "json");
   assert.equal(parseCliArgs(["--mode", "text", "任务"]).mode, "print");
-  assert.deepEqual(parseCliArgs([]), { mode: "interactive", messages: [], session: "new", help: false });
+  assert.deepEqual(parseCliArgs([]), { mode: "interactive", messages: [], session: "new", allow: [], yolo: false, trust: false, help: false });
   assert.equal(parseCliArgs(["-c"]).session, "continue");
   assert.equal(parseCliArgs(["--session", "a.jsonl"]).session, "a.jsonl");
 });
@@ -617,6 +623,18 @@ test("13.5 /tree 按父子缩进，* 标出当前路径，leaf 标“当前”",
   assert.deepEqual(tree.split("\n"), ["* a user: 开始", "    b user: 旧的一支", "  * c user: 新的一支  ← 当前"]);
 });
 
+test("13.5 /tree 只在分叉处缩进：一条直线上的条目对齐，分出的每一支深一层", () => {
+  const entry = (id: string, parentId: string | null): SessionEntry => ({
+    type: "message",
+    id,
+    parentId,
+    timestamp: "2026-01-01T00:00:00.000Z",
+    message: userMessage(id, 1),
+  });
+  const tree = renderTree([entry("a", null), entry("b", "a"), entry("c", "b"), entry("d", "c"), entry("e", "c"), entry("f", "e")], "f");
+  assert.deepEqual(tree.split("\n"), ["* a user: a", "* b user: b", "* c user: c", "    d user: d", "  * e user: e", "  * f user: f  ← 当前"]);
+});
+
 test("13.5 交互模式：一句话交给会话，!cmd 运行命令，/tree、/branch 走会话树，/exit 离开", { timeout: 5_000 }, async (t) => {
   const { cwd, agentDir } = await project(t);
   const stdin = new PassThrough();
@@ -652,7 +670,8 @@ test("13.5 运行中按 Ctrl-C 中止这次运行，REPL 还在；连按第二�
   const repl = new InteractiveMode(runtime, { input: stdin, output: new Output(stdout.stream), terminal: false, reopen: () => assert.fail("不该换会话") });
   const finished = repl.run();
   repl.interrupt();
-  assert.match(stdout.text(), /再按一次 Ctrl-C 离开，或者输入 \/exit/);
+  // 提醒之后提示符重画在最下面：人看得出自己还能输入。
+  assert.match(stdout.text(), /再按一次 Ctrl-C 离开，或者输入 \/exit。）\ntiny-pi> $/);
   // 输入了新的一行，之前那次 Ctrl-C 就不算数了：这一次只中止，不离开。
   stdin.write("你好\n");
   await hanging.running;
@@ -709,4 +728,275 @@ test("13.5 交互模式：SIGTERM 中止运行并离开；连按两次 Ctrl-C �
   assert.equal(await forced, 130);
   assert.ok(Date.now() - started < 3_000);
   assert.match(second.stderr.text(), /收尾超过 200 毫秒没有完成/);
+});
+
+// ── 批准闸门接上 tiny-pi ────────────────────────────────────────
+
+async function exists(file: string): Promise<boolean> {
+  return stat(file).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** 一轮回答：模型要运行一条 bash 命令。 */
+function bashTurn(id: string, command: string): ScriptedTurn {
+  return { kind: "reply", content: [{ type: "toolCall", id, name: "bash", arguments: { command } }], stopReason: "toolUse" };
+}
+
+function doneTurn(words = "好了"): ScriptedTurn {
+  return { kind: "reply", content: [text(words)], stopReason: "stop" };
+}
+
+/**
+ * 回环上的一个 OpenAI 兼容服务器：第一次请求回一个 bash 调用，之后回一句话。
+ * 交回它的地址和收到的每个请求体，测试据此看模型收到了什么工具结果。
+ */
+async function loopbackModel(t: TestContext, command: string) {
+  const bodies: string[] = [];
+  const sse = (chunk: unknown) => `data: ${JSON.stringify(chunk)}\n\n`;
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      bodies.push(Buffer.concat(chunks).toString("utf8"));
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const call = { index: 0, id: "call_1", type: "function", function: { name: "bash", arguments: JSON.stringify({ command }) } };
+      const body =
+        bodies.length === 1
+          ? sse({ choices: [{ index: 0, delta: { tool_calls: [call] }, finish_reason: null }] }) + sse({ choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] })
+          : sse({ choices: [{ index: 0, delta: { content: "好的，我不动它。" }, finish_reason: null }] }) + sse({ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] });
+      res.end(`${body}data: [DONE]\n\n`);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.after(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  const { port } = server.address() as AddressInfo;
+  return { env: { PI_COURSE_BASE_URL: `http://127.0.0.1:${port}/v1`, PI_COURSE_MODEL: "loopback" }, bodies };
+}
+
+test("13.2 给了 approval 才装上闸门：“以后都可以”存进 agent 目录（工作区里什么都不多），重开运行时还记得；settings.json 的 allow 不问就放行，写错了说出文件", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const asked: string[] = [];
+  const ask = async (request: { rule: string }): Promise<ApprovalAnswer> => {
+    asked.push(request.rule);
+    return "always";
+  };
+  const model = new ScriptedModel([bashTurn("c1", "touch a.txt"), doneTurn(), bashTurn("c2", "touch a.txt"), doneTurn()]);
+  const first = await createRuntime({ cwd, agentDir, env: {}, model, approval: { ask } });
+  assert.equal(first.approvalGate, true);
+  await first.session.prompt("建一个文件");
+  await first.dispose();
+  assert.deepEqual(asked, ["bash:touch a.txt"]);
+  assert.deepEqual((await readdir(cwd)).sort(), ["README.md", "a.txt"]);
+  assert.deepEqual(JSON.parse(await readFile(permissionsFile(agentDir, cwd), "utf8")), { allow: ["bash:touch a.txt"] });
+  // 重开之后不能问（像打印模式），记下的规则照样放行。
+  const again = await createRuntime({ cwd, agentDir, env: {}, model, approval: {} });
+  await again.session.prompt("再建一次");
+  await again.dispose();
+  const rerun = again.session.messages.filter((message) => message.role === "toolResult").at(-1);
+  assert.equal(rerun?.role === "toolResult" ? rerun.isError : undefined, false);
+
+  await writeFile(path.join(agentDir, "settings.json"), JSON.stringify({ allow: ["bash:touch b.txt"] }));
+  const settings = await createRuntime({ cwd, agentDir, env: {}, model: new ScriptedModel([bashTurn("c3", "touch b.txt"), doneTurn()]), approval: {} });
+  await settings.session.prompt("再建一个");
+  await settings.dispose();
+  assert.ok(await exists(path.join(cwd, "b.txt")), "settings.json 里放行的命令应当运行");
+  const off = await createRuntime({ cwd, agentDir, env: {}, model, approval: { off: true } });
+  assert.equal(off.approvalGate, false);
+  await off.dispose();
+  await writeFile(path.join(agentDir, "settings.json"), JSON.stringify({ allow: ["sudo"] }));
+  await assert.rejects(createRuntime({ cwd, agentDir, env: {}, approval: {} }), (error: unknown) => {
+    assert.ok(error instanceof RuntimeError);
+    assert.equal(error.code, "SETTINGS_INVALID");
+    assert.match(error.message, /settings\.json/);
+    return true;
+  });
+});
+
+test("13.3 打印模式默认不运行 bash（回环上的模型要 rm -rf victim）：victim 还在，模型收到没有批准的结果，stderr 说怎样放行；--allow bash 才运行", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  await mkdir(path.join(cwd, "victim"));
+  await writeFile(path.join(cwd, "victim", "keep.txt"), "别删我\n");
+  const server = await loopbackModel(t, "rm -rf victim");
+  const refused = io(cwd, agentDir, { env: { PI_COURSE_AGENT_DIR: agentDir, ...server.env } });
+  assert.equal(await main(["-p", "清理一下"], refused.io), 0);
+  assert.ok(await exists(path.join(cwd, "victim", "keep.txt")), "没有 --allow 时 rm -rf victim 不该执行");
+  const toolMessage = (JSON.parse(server.bodies[1]!) as { messages: { role: string; content: string }[] }).messages.find((message) => message.role === "tool");
+  assert.equal(toolMessage?.content, approvalUnavailable("bash"));
+  assert.match(refused.stderr.text(), /没有运行 bash：rm -rf victim.*--allow bash/);
+  assert.equal(refused.stdout.text(), "好的，我不动它。\n");
+
+  const allowed = io(cwd, agentDir, { env: { PI_COURSE_AGENT_DIR: agentDir, ...(await loopbackModel(t, "rm -rf victim")).env } });
+  assert.equal(await main(["-p", "--allow", "bash:rm -rf", "清理一下"], allowed.io), 0);
+  assert.ok(!(await exists(path.join(cwd, "victim"))), "--allow 放行之后命令应当运行");
+});
+
+test("13.3 --allow 写错是用法错误；--yolo 关掉闸门，stderr 说它关着", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  assert.deepEqual(parseCliArgs(["-p", "--allow", "bash", "--allow", "write:src/a.ts", "任务"]).allow, ["bash", "write:src/a.ts"]);
+  const wrong = io(cwd, agentDir);
+  assert.equal(await main(["-p", "--allow", "sudo", "任务"], wrong.io), 2);
+  assert.match(wrong.stderr.text(), /--allow：允许规则 "sudo" 看不懂/);
+  const yolo = io(cwd, agentDir, { model: new ScriptedModel([bashTurn("c1", "touch yolo.txt"), doneTurn()]) });
+  assert.equal(await main(["-p", "--yolo", "动手"], yolo.io), 0);
+  assert.ok(await exists(path.join(cwd, "yolo.txt")));
+  assert.match(yolo.stderr.text(), /批准闸门关着（--yolo）/);
+});
+
+test("13.5 交互模式先问再做：n 拦下、y 运行、a 记下，重启后同一条命令不再问；横幅说闸门开着，/permissions 列出并清掉", { timeout: 5_000 }, async (t) => {
+  const { root, cwd, agentDir } = await project(t);
+  await mkdir(path.join(root, "outside"));
+  const stdin = new PassThrough();
+  const model = new ScriptedModel([
+    bashTurn("c1", "rm -rf ../outside && echo gone"),
+    doneTurn("没删"),
+    bashTurn("c2", "touch once.txt"),
+    doneTurn("建好了"),
+    bashTurn("c3", "touch always.txt"),
+    doneTurn("也建好了"),
+  ]);
+  const run = io(cwd, agentDir, { stdin, model });
+  const finished = main([], run.io);
+  await waitFor(run.stdout.text, "批准闸门开着");
+  stdin.write("删掉外面那个目录\n");
+  await waitFor(run.stdout.text, "[n] 不可以");
+  assert.match(run.stdout.text(), /需要你的批准：bash：rm -rf \.\.\/outside && echo gone\n⚠ 这条命令提到了工作区之外的路径（\.\.\/outside）/);
+  stdin.write("n\n");
+  await waitFor(run.stdout.text, "没删");
+  assert.ok(await exists(path.join(root, "outside")), "说了 n 的命令不该执行");
+  const declined = model.requests[1]!.messages.at(-1);
+  assert.equal(declined?.role === "toolResult" ? textOfResult(declined.content) : "", userDeclined("bash"));
+  stdin.write("建一个文件\n");
+  await waitFor(run.stdout.text, "（bash:touch once.txt）");
+  stdin.write("y\n");
+  await waitFor(run.stdout.text, "建好了");
+  stdin.write("再建一个\n");
+  await waitFor(run.stdout.text, "（bash:touch always.txt）");
+  stdin.write("a\n");
+  await waitFor(run.stdout.text, "也建好了");
+  assert.ok(await exists(path.join(cwd, "once.txt")));
+  assert.ok(await exists(path.join(cwd, "always.txt")));
+  stdin.write("/permissions\n");
+  await waitFor(run.stdout.text, "  bash:touch always.txt");
+  stdin.write("/exit\n");
+  assert.equal(await finished, 0);
+
+  // 重启：记下的那条不再问，只批准过一次的要再问。
+  const stdin2 = new PassThrough();
+  const model2 = new ScriptedModel([bashTurn("c4", "touch always.txt"), doneTurn("第三次"), bashTurn("c5", "touch once.txt"), doneTurn("第四次")]);
+  const again = io(cwd, agentDir, { stdin: stdin2, model: model2 });
+  const finished2 = main([], again.io);
+  stdin2.write("再来\n");
+  await waitFor(again.stdout.text, "第三次");
+  assert.doesNotMatch(again.stdout.text(), /需要你的批准/);
+  stdin2.write("还来\n");
+  await waitFor(again.stdout.text, "（bash:touch once.txt）");
+  stdin2.write("n\n");
+  await waitFor(again.stdout.text, "第四次");
+  stdin2.write("/permissions clear\n");
+  await waitFor(again.stdout.text, "已清掉");
+  stdin2.end();
+  assert.equal(await finished2, 0);
+  assert.deepEqual(JSON.parse(await readFile(permissionsFile(agentDir, cwd), "utf8")), { allow: [] });
+});
+
+function textOfResult(content: readonly { type: string; text?: string }[]): string {
+  return content.map((block) => block.text ?? "").join("");
+}
+
+// ── 项目信任 ────────────────────────────────────────────────────
+
+/** 一个带项目扩展的项目：扩展每被加载一次，globalThis[counter] 加一，并登记一个 /hello 命令。 */
+async function projectWithExtension(t: TestContext, counter: string) {
+  const scene = await project(t);
+  await mkdir(path.join(scene.cwd, ".pi", "extensions"), { recursive: true });
+  await writeFile(
+    path.join(scene.cwd, ".pi", "extensions", "hello.mjs"),
+    `export default (pi) => { globalThis.${counter} = (globalThis.${counter} ?? 0) + 1; pi.registerCommand("hello", { description: "打个招呼", handler() {} }); };\n`,
+  );
+  const loads = () => ((globalThis as Record<string, unknown>)[counter] as number | undefined) ?? 0;
+  return { ...scene, loads };
+}
+
+test("13.2 给了 trust 才检查项目信任：没决定过的项目不加载 .pi/extensions（说出有哪些），决定记在 agent 目录里，once 只信任这一次", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir, loads } = await projectWithExtension(t, "piTrust13a");
+  const first = await createRuntime({ cwd, agentDir, env: {}, trust: {} });
+  assert.equal(first.projectTrust.state, "undecided");
+  assert.deepEqual(first.projectTrust.extensions, ["hello.mjs"]);
+  assert.equal(first.extensions.extensions.length, 0);
+  assert.equal(loads(), 0, "没信任的项目，扩展的代码一行都不该运行");
+  assert.match(untrustedWarning(first.projectTrust), /没有加载项目扩展（hello\.mjs）：这个项目还没有被信任/);
+  await first.projectTrust.record(false);
+  await first.dispose();
+  assert.equal(first.projectTrust.file, trustFile(agentDir));
+  assert.deepEqual(JSON.parse(await readFile(trustFile(agentDir), "utf8")), { projects: { [cwd]: false } });
+  assert.deepEqual((await readdir(cwd)).sort(), [".pi", "README.md"]);
+
+  const refused = await createRuntime({ cwd, agentDir, env: {}, trust: {} });
+  assert.equal(refused.projectTrust.state, "untrusted");
+  assert.match(untrustedWarning(refused.projectTrust), /你以前选了不信任这个项目/);
+  await refused.dispose();
+  const once = await createRuntime({ cwd, agentDir, env: {}, trust: { once: true } });
+  assert.equal(once.extensions.extensions.length, 1);
+  assert.equal(loads(), 1);
+  await once.projectTrust.record(true);
+  await once.dispose();
+  const trusted = await createRuntime({ cwd, agentDir, env: {}, trust: {} });
+  assert.equal(trusted.projectTrust.state, "trusted");
+  assert.equal(loads(), 2);
+  await trusted.dispose();
+});
+
+test("13.3 打印模式里没信任的项目：项目扩展不加载，stderr 说清楚；--trust 才加载", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir, loads } = await projectWithExtension(t, "piTrust13b");
+  const refused = io(cwd, agentDir);
+  assert.equal(await main(["-p", README_TASK], refused.io), 0);
+  assert.equal(loads(), 0);
+  assert.match(refused.stderr.text(), /tiny-pi：警告：没有加载项目扩展（hello\.mjs）：这个项目还没有被信任。加 --trust/);
+  const trusted = io(cwd, agentDir);
+  assert.equal(await main(["-p", "--trust", README_TASK], trusted.io), 0);
+  assert.equal(loads(), 1);
+  assert.equal(trusted.stderr.text(), "");
+});
+
+test("13.5 有项目扩展而没决定过：交互模式开始时问一次，y 就加载并记下，下次不再问", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir, loads } = await projectWithExtension(t, "piTrust13c");
+  const stdin = new PassThrough();
+  const run = io(cwd, agentDir, { stdin });
+  const finished = main([], run.io);
+  await waitFor(run.stdout.text, "信任这个项目并加载它们吗？");
+  assert.match(run.stdout.text(), /1 个项目扩展（\.pi\/extensions：hello\.mjs）/);
+  assert.equal(loads(), 0);
+  stdin.write("y\n");
+  await waitFor(run.stdout.text, "已信任这个项目");
+  stdin.write("/help\n");
+  await waitFor(run.stdout.text, "/hello  打个招呼");
+  stdin.write("/exit\n");
+  assert.equal(await finished, 0);
+  assert.equal(loads(), 1);
+
+  const stdin2 = new PassThrough();
+  const again = io(cwd, agentDir, { stdin: stdin2 });
+  const finished2 = main([], again.io);
+  stdin2.write("/help\n");
+  await waitFor(again.stdout.text, "/hello  打个招呼");
+  assert.doesNotMatch(again.stdout.text(), /信任这个项目并加载/);
+  stdin2.end();
+  assert.equal(await finished2, 0);
+});
+
+test("13.5 /compact 没有可压缩的内容时说出原因：这条分支约多少 token，全在保留的范围里", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const stdin = new PassThrough();
+  const run = io(cwd, agentDir, { stdin });
+  const finished = main([], run.io);
+  stdin.write("/compact\n");
+  await waitFor(run.stdout.text, "全都在保留的范围里");
+  assert.match(run.stdout.text(), /没有可以压缩的内容：压缩只总结“最近的一段”之前的旧对话，这条分支目前约 \d+ 个 token/);
+  stdin.end();
+  assert.equal(await finished, 0);
 });

@@ -7,9 +7,13 @@
  *   /branch <id>      把 leaf 移到 id，下一句话接在它后面
  *   /compact          现在就压缩上下文
  *   /resume [n]       列出这个项目的会话；给编号就换到那一份
+ *   /permissions      列出（/permissions clear 清掉）这个项目记住的“以后都可以”（第 12 章的闸门登记的命令）
  *   /help             列出这些命令，以及扩展登记的命令和提示模板
  *   /exit             离开
  *   其他 /name        交给会话（第 12 章：扩展命令优先，其次提示模板）
+ *
+ * 闸门要问人的时候（bash、write、edit 之前），下一行输入就是回答：y 这一次，a 以后都可以，别的都算 n。
+ * 项目有 .pi/extensions 而还没决定过信不信任时，开始时先问一次；信任就用同一份会话重开运行时，把它们加载进来。
  *
  * Ctrl-C：运行中按一次是中止这次运行，空闲时按一次只是提醒；连按第二次（中间没有输入新的一行）就离开。
  */
@@ -20,9 +24,11 @@ import { createInterface } from "node:readline";
 
 import type { AgentEvent } from "../agent-loop.js";
 import { parseBashInput } from "../agent-session.js";
-import type { Runtime } from "../runtime.js";
+import type { ApprovalAnswer, ApprovalRequest } from "../approval-gate.js";
+import { estimateContext } from "../compaction.js";
+import { untrustedWarning, type Runtime } from "../runtime.js";
 import type { SessionEntry } from "../session-entries.js";
-import { textOf } from "../types.js";
+import { textOf, type AgentMessage } from "../types.js";
 import type { Output } from "./output.js";
 
 // ── 类型 ────────────────────────────────────────────────────────
@@ -68,7 +74,10 @@ export function describeEntry(entry: SessionEntry): string {
   }
 }
 
-/** /tree 的输出：按父子缩进，当前路径上的条目标 *，leaf 标“← 当前”。 */
+/**
+ * /tree 的输出：只在分叉处缩进——一条直线上的条目对齐，一个条目有几个子条目时，每一支深一层；
+ * 否则一段长对话会变成一级一级往右的台阶。当前路径上的条目标 *，leaf 标“← 当前”。
+ */
 export function renderTree(entries: readonly SessionEntry[], leafId: string | null): string {
   // #region lab 13.5
   const children = new Map<string | null, SessionEntry[]>();
@@ -81,11 +90,39 @@ export function renderTree(entries: readonly SessionEntry[], leafId: string | nu
     const mark = onPath.has(entry.id) ? "*" : " ";
     const here = entry.id === leafId ? "  ← 当前" : "";
     lines.push(`${"  ".repeat(depth)}${mark} ${entry.id} ${describeEntry(entry)}${here}`);
-    for (const child of children.get(entry.id) ?? []) visit(child, depth + 1);
+    const kids = children.get(entry.id) ?? [];
+    const next = kids.length > 1 ? depth + 1 : depth;
+    for (const child of kids) visit(child, next);
   };
   for (const root of children.get(null) ?? []) visit(root, 0);
   return lines.length === 0 ? "（会话还是空的）" : lines.join("\n");
   // #endregion
+}
+
+/** /compact 什么都没做时的那句话：说出为什么——整条分支都还在“保留最近的一段”里。 */
+export function nothingToCompact(messages: readonly AgentMessage[]): string {
+  return `没有可以压缩的内容：压缩只总结“最近的一段”之前的旧对话，这条分支目前约 ${estimateContext(messages).total} 个 token，全都在保留的范围里。`;
+}
+
+/** 人对闸门的回答：y 是这一次，a 是以后都可以；别的（包括空行）都是不可以：拿不准时不做。 */
+export function parseApprovalAnswer(line: string): ApprovalAnswer {
+  const answer = line.trim().toLowerCase();
+  if (answer === "y" || answer === "yes") return "yes";
+  if (answer === "a" || answer === "always") return "always";
+  return "no";
+}
+
+/** 问人的那几行：调用、警告（有的话）、三种回答。 */
+export function approvalQuestion(request: ApprovalRequest): string {
+  const lines = [`需要你的批准：${request.summary}`];
+  if (request.warning !== undefined) lines.push(request.warning);
+  lines.push(`[y] 这一次  [a] 这个项目里以后都可以（${request.rule}）  [n] 不可以 > `);
+  return lines.join("\n");
+}
+
+/** 问要不要信任这个项目：列出会加载的文件，说清它们是会运行的代码。 */
+export function trustQuestion(extensions: readonly string[]): string {
+  return `这个项目有 ${extensions.length} 个项目扩展（.pi/extensions：${extensions.join("、")}），它们是项目里的代码，加载就会运行。\n信任这个项目并加载它们吗？[y] 信任（记下，不再问）  [n] 不信任 > `;
 }
 
 /** 交互模式怎样显示一个事件：文字边生成边写，工具调用一行，失败一行。 */
@@ -107,6 +144,13 @@ export function renderEvent(event: AgentEvent): string | undefined {
     default:
       return undefined;
   }
+}
+
+/** 横幅里说清闸门开着还是关着：关着时每个工具调用都直接运行。 */
+export function gateBanner(runtime: Runtime): string {
+  return runtime.approvalGate
+    ? "批准闸门开着：bash、write、edit 执行之前先问你；/permissions 看记住的决定。"
+    : "⚠ 批准闸门关着（--yolo）：工具调用不经询问直接运行。";
 }
 
 /** /help：内置命令，加上扩展登记的命令和提示模板（它们都以 / 开头，由会话来处理）。 */
@@ -139,7 +183,11 @@ export class InteractiveMode {
   private queue: Promise<void> = Promise.resolve();
   private unsubscribe: () => void = () => {};
   private leave: (code: number) => void = () => {};
+  /** 重画提示符：提醒写在了提示符下面，人要看到自己还能输入。 */
+  private redraw: () => void = () => {};
   private leaving = false;
+  /** 闸门在等回答时，下一行交给它，而不是排进队列。 */
+  private answer: ((line: string) => void) | undefined;
 
   constructor(runtime: Runtime, options: InteractiveOptions) {
     this.runtime = runtime;
@@ -152,7 +200,7 @@ export class InteractiveMode {
   }
 
   /** 运行到离开为止（/exit、输入结束、连按两次 Ctrl-C、stdout 被关掉），交出退出码。 */
-  async run(): Promise<number> {
+  async run(initial: readonly string[] = []): Promise<number> {
     const left = new Promise<number>((resolve) => {
       this.leave = (code) => {
         this.leaving = true;
@@ -160,26 +208,94 @@ export class InteractiveMode {
       };
     });
     const rl = createInterface({ input: this.options.input, output: this.out.stream, terminal: this.options.terminal, prompt: PROMPT });
-    rl.on("SIGINT", () => this.interrupt());
+    this.redraw = () => {
+      if (!this.leaving && !this.out.closed) rl.prompt(true);
+    };
+    rl.on("SIGINT", () => {
+      this.answer?.("n");
+      this.interrupt();
+    });
     rl.on("line", (line) => {
       this.interruptedOnce = false;
+      const answer = this.answer;
+      if (answer !== undefined) {
+        this.answer = undefined;
+        answer(line);
+        return;
+      }
       this.queue = this.queue.then(() => this.handle(line)).then(() => {
         if (!this.leaving && !this.out.closed) rl.prompt();
       });
     });
     // 输入结束（Ctrl-D、管道读完）：排着队的行处理完再离开。
-    rl.on("close", () => void this.queue.then(() => this.leave(0)));
+    rl.on("close", () => {
+      this.answer?.("n");
+      void this.queue.then(() => this.leave(0));
+    });
     this.out.onClose(() => {
       this.busy?.abort();
       this.leave(0);
     });
     this.listen();
-    this.out.write(`tiny-pi（模型 ${this.runtime.model.provider}/${this.runtime.model.id}，会话 ${this.runtime.sessionFile}）\n/exit 离开，Ctrl-C 中止运行，连按两次离开。\n`);
-    rl.prompt();
+    this.out.write(`tiny-pi（模型 ${this.runtime.model.provider}/${this.runtime.model.id}，会话 ${this.runtime.sessionFile}）\n${gateBanner(this.runtime)}\n/exit 离开，Ctrl-C 中止运行，连按两次离开。\n`);
+    this.queue = this.queue.then(() => this.settleTrust()).catch((error: unknown) => {
+      this.out.write(`✗ ${error instanceof Error ? error.message : String(error)}\n`);
+    });
+    // 命令行上给的任务像敲进来的行一样排队：回答照样显示，闸门照样能问。
+    for (const line of initial) this.queue = this.queue.then(() => this.handle(line));
+    void this.queue.then(() => {
+      if (!this.leaving && !this.out.closed) rl.prompt();
+    });
     const code = await left;
     this.unsubscribe();
     rl.close();
     return code;
+  }
+
+  /** 下一行输入（离开之后是空行）。 */
+  private nextAnswer(): Promise<string> {
+    if (this.leaving || this.out.closed) return Promise.resolve("");
+    return new Promise((resolve) => {
+      this.answer = (line) => {
+        this.answer = undefined;
+        resolve(line);
+      };
+    });
+  }
+
+  /** 还没决定过信不信任这个项目：问一次并记下；信任就用同一份会话重开运行时，把项目扩展加载进来。 */
+  private async settleTrust(): Promise<void> {
+    const trust = this.runtime.projectTrust;
+    if (trust.state === "trusted") return;
+    if (trust.state === "untrusted") {
+      this.out.write(`${untrustedWarning(trust)}\n`);
+      return;
+    }
+    this.out.write(trustQuestion(trust.extensions));
+    const trusted = parseApprovalAnswer(await this.nextAnswer()) !== "no";
+    await trust.record(trusted);
+    if (!trusted) {
+      this.out.write(`不加载项目扩展；这个决定记在 ${trust.file}。\n`);
+      return;
+    }
+    await this.replaceRuntime(await this.options.reopen(this.runtime.sessionFile));
+    this.out.write(`已信任这个项目，加载了 ${this.runtime.extensions.extensions.length} 个扩展。\n`);
+  }
+
+  /** 换上另一个运行时：先接上新的，再关掉旧的。 */
+  private async replaceRuntime(next: Runtime): Promise<void> {
+    const previous = this.runtime;
+    this.unsubscribe();
+    this.runtime = next;
+    this.listen();
+    await previous.dispose();
+  }
+
+  /** 闸门问人：写出问题，下一行输入就是回答。离开之后再问，一律是“不可以”。 */
+  askApproval(request: ApprovalRequest): Promise<ApprovalAnswer> {
+    if (this.leaving || this.out.closed) return Promise.resolve("no");
+    this.out.write(approvalQuestion(request));
+    return this.nextAnswer().then(parseApprovalAnswer);
   }
 
   /** Ctrl-C。第一次：中止正在进行的运行（空闲时只是提醒）；第二次：离开。 */
@@ -196,6 +312,7 @@ export class InteractiveMode {
       this.out.write("\n（已中止这次运行。再按一次 Ctrl-C 离开。）\n");
     } else {
       this.out.write("\n（再按一次 Ctrl-C 离开，或者输入 /exit。）\n");
+      this.redraw();
     }
     // #endregion
   }
@@ -249,7 +366,7 @@ export class InteractiveMode {
       case "/compact": {
         const result = await session.compact();
         if (result.status === "compacted") this.out.write(`已压缩：压缩前约 ${result.entry.tokensBefore} 个 token。\n`);
-        else this.out.write(result.code === "nothing_new" ? "上次压缩之后没有新内容，不用再压缩。\n" : "没有可以压缩的内容。\n");
+        else this.out.write(result.code === "nothing_new" ? "上次压缩之后没有新内容，不用再压缩。\n" : `${nothingToCompact(session.messages)}\n`);
         return;
       }
       case "/resume":
@@ -293,11 +410,7 @@ export class InteractiveMode {
     const file = files[Number(choice) - 1];
     if (file === undefined) throw new Error(`没有编号为 ${choice} 的会话；/resume 列出全部。`);
     const next = await this.options.reopen(file);
-    const previous = this.runtime;
-    this.unsubscribe();
-    this.runtime = next;
-    this.listen();
-    await previous.dispose();
+    await this.replaceRuntime(next);
     this.out.write(`已换到 ${path.basename(file)}（${next.session.tree.getEntries().length} 个条目）。\n`);
   }
 }

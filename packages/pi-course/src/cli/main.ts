@@ -8,7 +8,7 @@
  */
 
 import type { Model } from "../types.js";
-import { createRuntime, type Runtime, type RuntimeOptions } from "../runtime.js";
+import { createRuntime, untrustedWarning, type ApprovalSettings, type Runtime, type RuntimeOptions } from "../runtime.js";
 import { parseCliArgs, USAGE, UsageError } from "./args.js";
 import { InteractiveMode } from "./interactive-mode.js";
 import { Output } from "./output.js";
@@ -70,7 +70,15 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   }
   let runtime: Runtime;
   const onWarning = (message: string) => void err.write(`tiny-pi：警告：${message}\n`);
-  const base = { cwd: io.cwd, env: io.env, onWarning, model: io.model, now: io.now, openStore: io.openStore };
+  // 交互模式由 REPL 来问（它要等运行时建好才有，所以这里先留一个转接）；打印与 JSON 模式不能问。
+  let repl: InteractiveMode | undefined;
+  const approval: ApprovalSettings = {
+    allow: args.allow,
+    off: args.yolo,
+    ask: args.mode === "interactive" ? async (request) => (repl === undefined ? "no" : repl.askApproval(request)) : undefined,
+    notify: args.mode === "interactive" ? (message) => void out.write(`${message}\n`) : onWarning,
+  };
+  const base = { cwd: io.cwd, env: io.env, onWarning, approval, trust: { once: args.trust }, model: io.model, now: io.now, openStore: io.openStore };
   try {
     runtime = await createRuntime({ ...base, session: args.session });
   } catch (error) {
@@ -87,11 +95,11 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       terminal: io.stdin.isTTY === true,
       reopen: (sessionFile) => createRuntime({ ...base, session: sessionFile }),
     });
+    repl = mode;
     // 不经终端来的信号：SIGINT 当作一次 Ctrl-C；SIGTERM、SIGHUP 是“现在就走”。
     const stopListening = listenForStop(signals, (signal) => (signal === "SIGINT" ? mode.interrupt() : mode.terminate()));
     try {
-      for (const message of args.messages) await mode.current.session.prompt(message);
-      code = await mode.run();
+      code = await mode.run(args.messages);
     } finally {
       stopListening();
     }
@@ -103,6 +111,9 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       return FORCED_EXIT;
     }
   } else {
+    if (args.yolo) onWarning("批准闸门关着（--yolo）：工具调用不经询问直接运行。");
+    // 打印模式不能问：没信任的项目照样跑，只是不加载项目扩展，并且说清楚。
+    if (runtime.projectTrust.state !== "trusted") onWarning(untrustedWarning(runtime.projectTrust));
     const forced = interruptTwice(signals, () => {
       runtime.session.agent.abort();
       err.write("\ntiny-pi：已中止这次运行；再按一次 Ctrl-C 立即离开。\n");
