@@ -559,7 +559,8 @@ async function spawnTinyPi(t: TestContext, root: string, cwd: string, agentDir: 
   );
   // 在 tsx 下运行时，子进程也要同样的加载器；它从子进程的工作目录解析，所以工作目录跟着这个测试，项目目录经 io.cwd 传入。
   const loader = process.execArgv.filter((arg, index, all) => arg.startsWith("--import") || all[index - 1] === "--import");
-  const child = spawn(process.execPath, [...loader, script, "-p", "跑一下"], {
+  // 这个测试讲信号，不讲批准：--allow bash 让打印模式放行这条命令（第 12 章的闸门默认拦下它）
+  const child = spawn(process.execPath, [...loader, script, "--allow", "bash", "-p", "跑一下"], {
     env: { ...process.env, PI_COURSE_AGENT_DIR: agentDir },
     stdio: ["ignore", "pipe", "pipe"],
   });
