@@ -10,6 +10,7 @@ import type { CourseHistory } from "../scripts/engine/history.ts";
 import { authoringNotes, lintLesson, namesTest, predictionOf } from "../scripts/engine/lesson.ts";
 import { LESSONS_DIR } from "../scripts/engine/paths.ts";
 import { faultSetProblems } from "../scripts/engine/selfcheck.ts";
+import { regexFragments, unstatedWording } from "../scripts/engine/wording.ts";
 import { tempDir } from "./helpers.ts";
 
 const work = tempDir("chapters");
@@ -193,4 +194,29 @@ test("故障实验的失败集合：课文点名的一条不多、一条不少�
   assert.deepEqual(lintLesson(lesson, silent, [chapter], []).filter((problem) => problem.includes("故障实验")), [
     "「## 故障实验」没有点名会失败的测试「6.2 注册表按名字找工具」：学习者要能照着课文核对红了哪几条",
   ]);
+});
+
+test("测试比对的措辞课文里都写出了：数字与测试自己的数据可以换成占位，措辞本身要逐字出现", () => {
+  const source = [
+    'import assert from "node:assert/strict";',
+    'test("5.3 看门狗", () => {',
+    '  const file = "notes.txt";',
+    '  const entry = { id: "b" };',
+    '  assert.match(error.message, /250 毫秒没有收到任何数据/);',
+    '  assert.match(error.message, /notes\\.txt 不是普通文件/);',
+    '  assert.throws(run, { message: /会话已经关闭/ });',
+    '  assert.equal(result.text, "Tool result unavailable: the session ended early.");',
+    '  expectSays(run, ["第 2 行（条目 b）"]);',
+    '  assert.match(answer.text, /notes/, "夹具里的名字是数据，不是措辞");',
+    '});',
+    'function expectSays(run, says) { for (const words of says) assert.ok(run().message.includes(words)); }',
+  ].join("\n");
+  const lesson = "| 情形 | 消息 |\n|---|---|\n| 静默 | `N 毫秒没有收到任何数据` |\n| 目录 | `<路径> 不是普通文件` |\n| 行 | `第 N 行（条目 <id>）` |\n";
+  assert.deepEqual(unstatedWording(lesson, source).map((wording) => [wording.line, wording.fragment]), [
+    [7, "会话已经关闭"],
+    [8, "Tool result unavailable: the session ended early."],
+  ]);
+  const complete = `${lesson}| 关闭 | \`会话已经关闭\` |\n| 模型 | \`Tool result unavailable: the session ended early.\` |\n`;
+  assert.deepEqual(unstatedWording(complete, source), []);
+  assert.deepEqual(regexFragments("^运行失败（error）：.*服务器返回 500\\.$"), ["运行失败（error）：", "服务器返回 500."]);
 });
