@@ -241,3 +241,18 @@ test("措辞检查把测试自己写出的整段数据当数据：命令里的 &
     [6, "运行 rm -rf ../outside && echo gone 之前先问你"],
   ]);
 });
+
+test("整体比较的期望对象里，reason、errorMessage 这类属性比对的也是措辞；内容块的 text 是形状里的数据", () => {
+  const source = [
+    'test("14.1 计数", () => {',
+    '  assert.deepEqual(check.run(context), { ok: false, reason: "会话文件里的 user 有 1 个，应当是 2 个" });',
+    '  assert.deepEqual(events, [{ type: "error", errorMessage: "连接在中途断开了" }, { type: "text", text: "项目名是 tiny-pi，一个小小的智能体" }]);',
+    '});',
+  ].join("\n");
+  assert.deepEqual(unstatedWording("", source).map((wording) => [wording.line, wording.fragment]), [
+    [2, "会话文件里的 user 有 1 个，应当是 2 个"],
+    [3, "连接在中途断开了"],
+  ]);
+  const lesson = "| `sessionCount(\"user\", 2)` | `会话文件里的 user 有 N 个，应当是 N 个` |\n| 断开 | `连接在中途断开了` |";
+  assert.deepEqual(unstatedWording(lesson, source), []);
+});

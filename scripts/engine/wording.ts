@@ -18,6 +18,8 @@ export interface Wording {
 }
 
 const MESSAGE_TEXT = /message|error|stderr|stdout|text|warning|diagnostic|reason|answer|screen|output/i;
+/** 期望对象里装着说明文字的属性；`text` 不在其中：内容块的 text 多半是夹具写出的数据。 */
+const MESSAGE_PROPERTY = /^(reason|message|errorMessage|error|warning|diagnostic)$/;
 
 export function unstatedWording(lesson: string, testSource: string, testPath = "test.ts"): Wording[] {
   const haystack = normalise(lesson);
@@ -76,12 +78,27 @@ function messagePatterns(source: string, fileName: string): Pattern[] {
         } else add(second);
       }
       if (/^assert\.(equal|strictEqual)$/.test(callee) && first && second && MESSAGE_TEXT.test(first.getText(file))) add(second);
+      if (/^assert\.(deepEqual|deepStrictEqual)$/.test(callee) && second) messageProperties(second, file).forEach(add);
       if (/\.(includes)$/.test(callee) && first && MESSAGE_TEXT.test(callee)) add(first);
     }
     ts.forEachChild(node, visit);
   };
   visit(file);
   return found.filter((pattern) => pattern.fragments.length > 0);
+}
+
+/**
+ * 整体比较的期望值里比对消息文字的属性：`{ ok: false, reason: "…" }` 的 reason、`{ errorMessage: "…" }`。
+ * 数组与嵌套的对象也看；别的属性（id、路径、内容块的 text）是形状与数据，不是措辞。
+ */
+function messageProperties(node: ts.Node, file: ts.SourceFile): ts.Expression[] {
+  if (ts.isArrayLiteralExpression(node)) return node.elements.flatMap((element) => messageProperties(element, file));
+  if (!ts.isObjectLiteralExpression(node)) return [];
+  return node.properties.flatMap((property) => {
+    if (!ts.isPropertyAssignment(property)) return [];
+    if (MESSAGE_PROPERTY.test(property.name.getText(file))) return [property.initializer];
+    return messageProperties(property.initializer, file);
+  });
 }
 
 /**
