@@ -5,8 +5,8 @@ import ts from "typescript-5.9";
  * 否则学习者第一次红灯卡在“该怎么说”，而不是规则本身。
  *
  * 做法：用 TypeScript 的语法树找出比对消息文字的断言（assert.match、assert.throws / rejects 的第二个参数、
- * 对 .message / stderr / stdout / text 的 assert.equal），把模式拆成字面片段；含两个以上汉字或三个以上
- * 英文单词的片段才算措辞。测试自己在别处写出的数据（夹具里的文件内容、名字）不算：那是数据，不是措辞。
+ * 对 .message / stderr / stdout / text 的 assert.equal、assert.deepEqual 期望对象里的 reason / errorMessage 等属性），把模式拆成字面片段；含两个以上汉字或三个以上
+ * 英文单词的片段才算措辞。测试自己在别处写出的数据（夹具里的文件内容、名字、整段的命令）不算：那是数据，不是措辞。
  */
 export interface Wording {
   /** 测试文件里的行号（从 1 起）。 */
