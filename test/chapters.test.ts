@@ -220,3 +220,39 @@ test("测试比对的措辞课文里都写出了：数字与测试自己的数�
   assert.deepEqual(unstatedWording(complete, source), []);
   assert.deepEqual(regexFragments("^运行失败（error）：.*服务器返回 500\\.$"), ["运行失败（error）：", "服务器返回 500."]);
 });
+
+test("措辞检查把测试自己写出的整段数据当数据：命令里的 && 不是措辞，模式从文件名中间开始也认得出", () => {
+  const source = [
+    'test("13.5 闸门", () => {',
+    '  const turns = [bashTurn("c1", "rm -rf ../outside && echo gone")];',
+    '  const file = "2026-01-01T00-00-00-000Z_broken1.jsonl";',
+    '  assert.match(out.text(), /需要你的批准：bash：rm -rf \\.\\.\\/outside && echo gone/);',
+    '  assert.match(err.text(), /会话文件 .*_broken1\\.jsonl 打不开：第 1 行/);',
+    '  assert.match(out.text(), /运行 rm -rf \\.\\.\\/outside && echo gone 之前先问你/);',
+    '});',
+  ].join("\n");
+  const lesson = "问你：`需要你的批准：bash：<命令>`；坏会话：`会话文件 <路径> 打不开：第 1 行：<说明>`；`运行 rm -rf ../outside && echo gone 之前先问你`。";
+  assert.deepEqual(unstatedWording(lesson, source), []);
+  const placeholders = lesson.replace("rm -rf ../outside && echo gone", "<命令>");
+  assert.deepEqual(unstatedWording(placeholders, source), [], "数据的位置写成占位也算写出");
+  const silent = "坏会话：`会话文件 <路径> 打不开：第 1 行`。";
+  assert.deepEqual(unstatedWording(silent, source).map((wording) => [wording.line, wording.fragment]), [
+    [4, "需要你的批准：bash：rm -rf ../outside && echo gone"],
+    [6, "运行 rm -rf ../outside && echo gone 之前先问你"],
+  ]);
+});
+
+test("整体比较的期望对象里，reason、errorMessage 这类属性比对的也是措辞；内容块的 text 是形状里的数据", () => {
+  const source = [
+    'test("14.1 计数", () => {',
+    '  assert.deepEqual(check.run(context), { ok: false, reason: "会话文件里的 user 有 1 个，应当是 2 个" });',
+    '  assert.deepEqual(events, [{ type: "error", errorMessage: "连接在中途断开了" }, { type: "text", text: "项目名是 tiny-pi，一个小小的智能体" }]);',
+    '});',
+  ].join("\n");
+  assert.deepEqual(unstatedWording("", source).map((wording) => [wording.line, wording.fragment]), [
+    [2, "会话文件里的 user 有 1 个，应当是 2 个"],
+    [3, "连接在中途断开了"],
+  ]);
+  const lesson = "| `sessionCount(\"user\", 2)` | `会话文件里的 user 有 N 个，应当是 N 个` |\n| 断开 | `连接在中途断开了` |";
+  assert.deepEqual(unstatedWording(lesson, source), []);
+});

@@ -5,8 +5,8 @@ import ts from "typescript-5.9";
  * 否则学习者第一次红灯卡在“该怎么说”，而不是规则本身。
  *
  * 做法：用 TypeScript 的语法树找出比对消息文字的断言（assert.match、assert.throws / rejects 的第二个参数、
- * 对 .message / stderr / stdout / text 的 assert.equal），把模式拆成字面片段；含两个以上汉字或三个以上
- * 英文单词的片段才算措辞。测试自己在别处写出的数据（夹具里的文件内容、名字）不算：那是数据，不是措辞。
+ * 对 .message / stderr / stdout / text 的 assert.equal、assert.deepEqual 期望对象里的 reason / errorMessage 等属性），把模式拆成字面片段；含两个以上汉字或三个以上
+ * 英文单词的片段才算措辞。测试自己在别处写出的数据（夹具里的文件内容、名字、整段的命令）不算：那是数据，不是措辞。
  */
 export interface Wording {
   /** 测试文件里的行号（从 1 起）。 */
@@ -18,16 +18,20 @@ export interface Wording {
 }
 
 const MESSAGE_TEXT = /message|error|stderr|stdout|text|warning|diagnostic|reason|answer|screen|output/i;
+/** 期望对象里装着说明文字的属性；`text` 不在其中：内容块的 text 多半是夹具写出的数据。 */
+const MESSAGE_PROPERTY = /^(reason|message|errorMessage|error|warning|diagnostic)$/;
 
 export function unstatedWording(lesson: string, testSource: string, testPath = "test.ts"): Wording[] {
   const haystack = normalise(lesson);
   const patterns = messagePatterns(testSource, testPath);
-  const dataSource = dataLiterals(testSource, testPath, patterns.map((pattern) => pattern.span[0])).join("\n");
+  const literals = dataLiterals(testSource, testPath, patterns.map((pattern) => pattern.span[0]));
+  const dataSource = literals.join("\n");
+  const phrases = dataPhrases(literals);
   const unstated: Wording[] = [];
   for (const pattern of patterns) {
     for (const fragment of pattern.fragments) {
       if (dataSource.includes(fragment)) continue; // 整段都是测试自己写出的数据
-      const parts = splitData(normalise(fragment), dataSource);
+      const parts = splitData(normalise(fragment), dataSource, phrases);
       if (!isWording(parts.filter((part) => !part.data).map((part) => part.text).join(""))) continue;
       if (statedIn(haystack, parts)) continue;
       unstated.push({ line: pattern.line, pattern: pattern.text, fragment });
@@ -74,12 +78,27 @@ function messagePatterns(source: string, fileName: string): Pattern[] {
         } else add(second);
       }
       if (/^assert\.(equal|strictEqual)$/.test(callee) && first && second && MESSAGE_TEXT.test(first.getText(file))) add(second);
+      if (/^assert\.(deepEqual|deepStrictEqual)$/.test(callee) && second) messageProperties(second, file).forEach(add);
       if (/\.(includes)$/.test(callee) && first && MESSAGE_TEXT.test(callee)) add(first);
     }
     ts.forEachChild(node, visit);
   };
   visit(file);
   return found.filter((pattern) => pattern.fragments.length > 0);
+}
+
+/**
+ * 整体比较的期望值里比对消息文字的属性：`{ ok: false, reason: "…" }` 的 reason、`{ errorMessage: "…" }`。
+ * 数组与嵌套的对象也看；别的属性（id、路径、内容块的 text）是形状与数据，不是措辞。
+ */
+function messageProperties(node: ts.Node, file: ts.SourceFile): ts.Expression[] {
+  if (ts.isArrayLiteralExpression(node)) return node.elements.flatMap((element) => messageProperties(element, file));
+  if (!ts.isObjectLiteralExpression(node)) return [];
+  return node.properties.flatMap((property) => {
+    if (!ts.isPropertyAssignment(property)) return [];
+    if (MESSAGE_PROPERTY.test(property.name.getText(file))) return [property.initializer];
+    return messageProperties(property.initializer, file);
+  });
 }
 
 /**
@@ -217,23 +236,66 @@ function dataLiterals(source: string, fileName: string, patternStarts: readonly 
   return literals;
 }
 
-/** 把片段切成措辞与数据：数字，以及测试在别处当数据写出的词（文件名、夹具里的句子）是数据，其余是措辞。 */
-function splitData(fragment: string, dataSource: string): Part[] {
+/**
+ * 测试自己写出的、不止一个词的数据（`"rm -rf ../outside && echo gone"`、`"<html><p>"`）：它们整段嵌在模式里时，
+ * 中间的空格和符号也是数据，不能逐词切开后把 `&&` 当成措辞。长的先认。
+ */
+function dataPhrases(literals: readonly string[]): string[] {
+  const phrases = literals
+    .map(normalise)
+    .filter((literal) => literal.trim().length >= 3 && !/^([A-Za-z0-9_./\-[\]]+|\p{Script=Han}+)$/u.test(literal));
+  return [...new Set(phrases)].sort((a, b) => b.length - a.length);
+}
+
+/**
+ * 把片段切成措辞与数据：数字、测试在别处当数据写出的词（文件名、夹具里的句子）和整段短语是数据，其余是措辞。
+ * 片段两端的词可以只是数据的一截：`/会话文件 .*_broken1\.jsonl 打不开/` 从文件名的中间开始比对。
+ */
+function splitData(fragment: string, dataSource: string, phrases: readonly string[] = []): Part[] {
   const parts: Part[] = [];
   let last = 0;
-  for (const match of fragment.matchAll(/[A-Za-z0-9_./\-[\]]+|\p{Script=Han}+/gu)) {
+  for (const [start, end] of phraseSpans(fragment, phrases)) {
+    tokenParts(fragment, last, start, dataSource, parts);
+    parts.push({ text: fragment.slice(start, end), data: true });
+    last = end;
+  }
+  tokenParts(fragment, last, fragment.length, dataSource, parts);
+  return parts;
+}
+
+/** 片段里整段出现的数据短语的位置，彼此不重叠；短语的两端不能切在一个词的中间。 */
+function phraseSpans(fragment: string, phrases: readonly string[]): [number, number][] {
+  const spans: [number, number][] = [];
+  for (const phrase of phrases) {
+    for (let at = fragment.indexOf(phrase); at >= 0; at = fragment.indexOf(phrase, at + 1)) {
+      const end = at + phrase.length;
+      if (at === 0 && end === fragment.length) continue;
+      if (/\w/.test(phrase[0]!) && /\w/.test(fragment[at - 1] ?? "")) continue;
+      if (/\w/.test(phrase.at(-1)!) && /\w/.test(fragment[end] ?? "")) continue;
+      if (spans.some(([from, to]) => at < to && end > from)) continue;
+      spans.push([at, end]);
+    }
+  }
+  return spans.sort((a, b) => a[0] - b[0]);
+}
+
+/** fragment[from, to) 逐词切开，追加到 parts；两端的英文词是数据的一截也算数据。 */
+function tokenParts(fragment: string, from: number, to: number, dataSource: string, parts: Part[]): void {
+  const segment = fragment.slice(from, to);
+  let last = 0;
+  for (const match of segment.matchAll(/[A-Za-z0-9_./\-[\]]+|\p{Script=Han}+/gu)) {
     const token = match[0];
+    const atEdge = from + match.index === 0 || from + match.index + token.length === fragment.length;
     const isData =
       /^\d+(\.\d+)?$/.test(token) ||
-      (/[A-Za-z]/.test(token) && wholeWordIn(dataSource, token)) ||
+      (/[A-Za-z]/.test(token) && (wholeWordIn(dataSource, token) || (atEdge && dataSource.includes(token)))) ||
       (/\p{Script=Han}/u.test(token) && dataSource.includes(token));
     if (!isData) continue;
-    if (match.index > last) parts.push({ text: fragment.slice(last, match.index), data: false });
+    if (match.index > last) parts.push({ text: segment.slice(last, match.index), data: false });
     parts.push({ text: token, data: true });
     last = match.index + token.length;
   }
-  if (last < fragment.length) parts.push({ text: fragment.slice(last), data: false });
-  return parts;
+  if (last < segment.length) parts.push({ text: segment.slice(last), data: false });
 }
 
 function wholeWordIn(source: string, token: string): boolean {
@@ -253,9 +315,13 @@ function statedIn(lesson: string, parts: readonly Part[]): boolean {
   inner[0] = { ...inner[0]!, text: inner[0]!.text.trimStart() };
   inner[inner.length - 1] = { ...inner.at(-1)!, text: inner.at(-1)!.text.trimEnd() };
   const source = inner
-    .map((part) => (part.data ? "[^\\s，。；：、（）“”]{1,40}?" : part.text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+    .map((part) => (part.data ? `(?:${escapeRegex(part.text)}|[^\\s，。；：、（）“”]{1,40}?)` : escapeRegex(part.text)))
     .join("");
   return new RegExp(source).test(lesson);
+}
+
+function escapeRegex(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
 /** 比对时忽略 Markdown 的反引号转义与空白差异。 */
