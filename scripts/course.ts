@@ -8,6 +8,7 @@ import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
 import { selfCheckChapter } from "./engine/contract.js";
 import { lintCourse } from "./engine/lint.js";
 import { sweepMutants } from "./engine/mutant-sweep.js";
+import { checkChain } from "./engine/chain.js";
 import { describeMutantReport } from "./engine/mutant-report.js";
 import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
 import { CourseError, usageError } from "./engine/errors.js";
@@ -27,6 +28,8 @@ const HELP = `用法：npm run course -- <子命令>
   lint [章节…]       静态检查（不编译、几秒钟）：变异、故障实验与编译失败用例的原文在目标里恰好一次，
                      占位代码与实践区域对得上，点名的测试存在，课文命令被接受；export 完成后也会运行
   check [章节…]      对指定章节（默认全部）逐条运行课程自检，任何承诺被打破时以非零状态退出
+  chain [章节…]      静态检查 DESIGN §5 的规则“一章从不在学习者背后改写前面实践的代码”：用一位写法处处不同的
+                     学习者的上一章代码与本章的脚手架三方合并，列出冲突的文件（它们要改成本章的扩展区域）
   mutants <章节> [--json]
                      在本章实践区域的代码上逐个施加生成的小变异（运算符互换、边界差一、条件取反、
                      删掉一条调用），报告聚焦测试抓住了哪些、哪些活了下来，以及变异得分；
@@ -96,6 +99,16 @@ await runCommand(async () => {
     console.log(paint("green", `课程自检通过：${selected.map((chapter) => chapter.id).join("、")}`));
     return;
   }
+  if (sub === "chain") {
+    const chapters = loadChapters(LESSONS_DIR);
+    const selected = rest.length === 0 ? chapters : rest.map((input) => findChapter(chapters, input));
+    const findings = await checkChain(KIT_ROOT, chapters, await ensureHistory(KIT_ROOT, chapters), selected);
+    const conflicts = findings.filter((finding) => !finding.clean);
+    for (const finding of conflicts) console.log(`${paint("red", "✗")} 第 ${finding.chapter} 章改写了前面实践的代码：${finding.file}（做成本章的扩展区域）`);
+    if (conflicts.length > 0) throw new CourseError("CHAIN_CONFLICT", `${conflicts.length} 个文件接续时会冲突（见上）`);
+    console.log(paint("green", `接续检查通过：${findings.length} 个被后面章节改动的文件都能干净地接上学习者自己的写法`));
+    return;
+  }
   if (sub === "mutants") {
     if (rest.length !== 1) throw usageError("MUTANTS_USAGE", "用法：npm run course -- mutants <章节> [--json]，一次一章");
     const chapters = loadChapters(LESSONS_DIR);
@@ -114,7 +127,7 @@ await runCommand(async () => {
     }
     return;
   }
-  throw usageError("UNKNOWN_SUBCOMMAND", `未知子命令「${sub}」；可用：history、edit、export、lint、check、mutants`);
+  throw usageError("UNKNOWN_SUBCOMMAND", `未知子命令「${sub}」；可用：history、edit、export、lint、check、chain、mutants`);
 });
 
 /** 静态检查这些章节（默认全部）：每个问题一行，指到 chapter.json 的字段；有问题时以非零状态退出。 */

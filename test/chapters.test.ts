@@ -10,6 +10,7 @@ import type { CourseHistory } from "../scripts/engine/history.ts";
 import { authoringNotes, lintLesson, namesTest, predictionOf } from "../scripts/engine/lesson.ts";
 import { LESSONS_DIR } from "../scripts/engine/paths.ts";
 import { faultSetProblems } from "../scripts/engine/selfcheck.ts";
+import { regexFragments, unstatedWording } from "../scripts/engine/wording.ts";
 import { tempDir } from "./helpers.ts";
 
 const work = tempDir("chapters");
@@ -193,4 +194,65 @@ test("故障实验的失败集合：课文点名的一条不多、一条不少�
   assert.deepEqual(lintLesson(lesson, silent, [chapter], []).filter((problem) => problem.includes("故障实验")), [
     "「## 故障实验」没有点名会失败的测试「6.2 注册表按名字找工具」：学习者要能照着课文核对红了哪几条",
   ]);
+});
+
+test("测试比对的措辞课文里都写出了：数字与测试自己的数据可以换成占位，措辞本身要逐字出现", () => {
+  const source = [
+    'import assert from "node:assert/strict";',
+    'test("5.3 看门狗", () => {',
+    '  const file = "notes.txt";',
+    '  const entry = { id: "b" };',
+    '  assert.match(error.message, /250 毫秒没有收到任何数据/);',
+    '  assert.match(error.message, /notes\\.txt 不是普通文件/);',
+    '  assert.throws(run, { message: /会话已经关闭/ });',
+    '  assert.equal(result.text, "Tool result unavailable: the session ended early.");',
+    '  expectSays(run, ["第 2 行（条目 b）"]);',
+    '  assert.match(answer.text, /notes/, "夹具里的名字是数据，不是措辞");',
+    '});',
+    'function expectSays(run, says) { for (const words of says) assert.ok(run().message.includes(words)); }',
+  ].join("\n");
+  const lesson = "| 情形 | 消息 |\n|---|---|\n| 静默 | `N 毫秒没有收到任何数据` |\n| 目录 | `<路径> 不是普通文件` |\n| 行 | `第 N 行（条目 <id>）` |\n";
+  assert.deepEqual(unstatedWording(lesson, source).map((wording) => [wording.line, wording.fragment]), [
+    [7, "会话已经关闭"],
+    [8, "Tool result unavailable: the session ended early."],
+  ]);
+  const complete = `${lesson}| 关闭 | \`会话已经关闭\` |\n| 模型 | \`Tool result unavailable: the session ended early.\` |\n`;
+  assert.deepEqual(unstatedWording(complete, source), []);
+  assert.deepEqual(regexFragments("^运行失败（error）：.*服务器返回 500\\.$"), ["运行失败（error）：", "服务器返回 500."]);
+});
+
+test("措辞检查把测试自己写出的整段数据当数据：命令里的 && 不是措辞，模式从文件名中间开始也认得出", () => {
+  const source = [
+    'test("13.5 闸门", () => {',
+    '  const turns = [bashTurn("c1", "rm -rf ../outside && echo gone")];',
+    '  const file = "2026-01-01T00-00-00-000Z_broken1.jsonl";',
+    '  assert.match(out.text(), /需要你的批准：bash：rm -rf \\.\\.\\/outside && echo gone/);',
+    '  assert.match(err.text(), /会话文件 .*_broken1\\.jsonl 打不开：第 1 行/);',
+    '  assert.match(out.text(), /运行 rm -rf \\.\\.\\/outside && echo gone 之前先问你/);',
+    '});',
+  ].join("\n");
+  const lesson = "问你：`需要你的批准：bash：<命令>`；坏会话：`会话文件 <路径> 打不开：第 1 行：<说明>`；`运行 rm -rf ../outside && echo gone 之前先问你`。";
+  assert.deepEqual(unstatedWording(lesson, source), []);
+  const placeholders = lesson.replace("rm -rf ../outside && echo gone", "<命令>");
+  assert.deepEqual(unstatedWording(placeholders, source), [], "数据的位置写成占位也算写出");
+  const silent = "坏会话：`会话文件 <路径> 打不开：第 1 行`。";
+  assert.deepEqual(unstatedWording(silent, source).map((wording) => [wording.line, wording.fragment]), [
+    [4, "需要你的批准：bash：rm -rf ../outside && echo gone"],
+    [6, "运行 rm -rf ../outside && echo gone 之前先问你"],
+  ]);
+});
+
+test("整体比较的期望对象里，reason、errorMessage 这类属性比对的也是措辞；内容块的 text 是形状里的数据", () => {
+  const source = [
+    'test("14.1 计数", () => {',
+    '  assert.deepEqual(check.run(context), { ok: false, reason: "会话文件里的 user 有 1 个，应当是 2 个" });',
+    '  assert.deepEqual(events, [{ type: "error", errorMessage: "连接在中途断开了" }, { type: "text", text: "项目名是 tiny-pi，一个小小的智能体" }]);',
+    '});',
+  ].join("\n");
+  assert.deepEqual(unstatedWording("", source).map((wording) => [wording.line, wording.fragment]), [
+    [2, "会话文件里的 user 有 1 个，应当是 2 个"],
+    [3, "连接在中途断开了"],
+  ]);
+  const lesson = "| `sessionCount(\"user\", 2)` | `会话文件里的 user 有 N 个，应当是 N 个` |\n| 断开 | `连接在中途断开了` |";
+  assert.deepEqual(unstatedWording(lesson, source), []);
 });

@@ -7,6 +7,7 @@ import { focusedGlob } from "./card.js";
 import { HINT_LEVEL_NAMES, HINT_LEVELS, type Chapter, type FaultExperiment, type Mutation, type RuleMutation, type TestRun } from "./chapters.js";
 import { checkoutTree, listCommittedFiles, practiceStart, readCommittedFile, shortHash, type CourseHistory } from "./history.js";
 import { citedHashes, lintLesson } from "./lesson.js";
+import { unstatedWording } from "./wording.js";
 import { COURSE_PACKAGE } from "./paths.js";
 import { linkTarget } from "./links.js";
 import { createPractice, GUIDE_FILE, linkDependencies, PRACTICE_MARKER } from "./practice.js";
@@ -606,6 +607,10 @@ export function checkLesson(ctx: Pick<SelfCheckContext, "kitRoot" | "chapters">,
   const problems = lintLesson(lesson, chapter, ctx.chapters, scripts);
   if (!lesson.includes(focusedGlob(chapter))) {
     problems.push(`课文里没有聚焦运行命令（${focusedGlob(chapter)}）`);
+  }
+  const testPath = path.join(ctx.kitRoot, chapter.focusedTest.path);
+  for (const wording of unstatedWording(lesson, readFileSync(testPath, "utf8"), testPath)) {
+    problems.push(`${chapter.focusedTest.path}:${wording.line} 比对的措辞「${wording.fragment}」课文里没有写出：在实践一节的消息表里写出原文，或者让测试比对 code / 形状`);
   }
   return problems;
 }

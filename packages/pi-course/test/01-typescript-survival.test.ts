@@ -61,6 +61,9 @@ function damaged(damage: (trace: any) => void): unknown {
 test("解析 unknown：坏形状被拒绝，错误说出坏字段的路径", () => {
   const cases: Array<{ path: string; input: unknown }> = [
     { path: "trace", input: { messages: README_TRACE } },
+    { path: "trace[0]", input: damaged((t) => (t[0] = null)) },
+    { path: "trace[0]", input: damaged((t) => (t[0] = ["user", "请读取 README"])) },
+    { path: "trace[0].content[0].type", input: damaged((t) => (t[0].content[0].type = "image")) },
     { path: "trace[0].role", input: damaged((t) => (t[0].role = "system")) },
     { path: "trace[1].content[0].type", input: damaged((t) => (t[1].content[0].type = "image")) },
     { path: "trace[1].content[1].id", input: damaged((t) => delete t[1].content[1].id) },

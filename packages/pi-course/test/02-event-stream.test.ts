@@ -98,6 +98,14 @@ test("终态事件照样送达迭代器，迭代随后结束，result() 交出�
   // 没有人调用 end()：迭代能结束，只能是因为终态事件本身。
   assert.deepEqual(await terminal, ["你", "好", "done:你好"]);
   assert.equal(await agent, "你好");
+
+  // 终态事件只交给排在最前的读者；其余还在等的读者被放行，收到“结束”，不会永远挂着。
+  const shared = toyStream();
+  const first = shared[Symbol.asyncIterator]().next();
+  const second = shared[Symbol.asyncIterator]().next();
+  shared.push(done("完"));
+  assert.deepEqual(await first, { value: done("完"), done: false });
+  assert.deepEqual(await second, { value: undefined, done: true });
 });
 
 test("终态之后的 push 被忽略：迭代看不到，result() 也不变", { timeout: 1_000 }, async () => {
@@ -122,4 +130,8 @@ test("end() 在没有终态事件时收尾：放行等待的迭代并完成 resu
 
   assert.deepEqual(await terminal, ["你"]);
   assert.equal(await stream.result(), "你（已取消）");
+
+  // end() 之后流就结束了：迟到的 push 被忽略，晚来的读者立刻读完，什么也拿不到。
+  stream.push(token("迟到"));
+  assert.deepEqual(await drain(stream), []);
 });

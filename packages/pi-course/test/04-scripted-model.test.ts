@@ -212,9 +212,24 @@ test("4.3 写错的 turn 也以 error 终态收场：errorMessage 写明第几�
     { kind: "reply", content: "好的", stopReason: "stop" },
     { kind: "error", errorMessage: 503 },
     null,
+    { kind: "reply", content: [{ type: "text", value: "好的" }], stopReason: "stop" },
+    { kind: "reply", content: [text("先读"), { type: "toolCall", name: "read", arguments: {} }], stopReason: "toolUse" },
+    { kind: "reply", content: [{ type: "toolCall", id: "call_1", arguments: {} }], stopReason: "toolUse" },
+    { kind: "error", errorMessage: "socket reset", partialText: 42 },
   ] as unknown as ScriptedTurn[];
   const model = new ScriptedModel([...broken, readmeScript[1] as ScriptedTurn], fixedClock);
-  const expected = [/kind/, /content\[0\]/, /stopReason/, /content 不是数组/, /errorMessage/, /不是一个对象/];
+  const expected = [
+    /kind/,
+    /content\[0\]/,
+    /stopReason/,
+    /content 不是数组/,
+    /errorMessage/,
+    /不是一个对象/,
+    /content\[0\]/,
+    /content\[1\]/,
+    /content\[0\]/,
+    /partialText 不是字符串/,
+  ];
 
   for (const [at, problem] of expected.entries()) {
     const stream: ModelStream = model.stream({ messages: [question] });
@@ -265,4 +280,12 @@ test("4.3 播放途中取消：剩下的事件不再送出，已经送出的文�
   assert.deepEqual(seen, ["start", "text_delta", "error"]);
   assert.equal(aborted.stopReason, "aborted");
   assert.deepEqual(aborted.content, [text("我先读取项目说明。")]);
+
+  // stream() 自己不推任何事件：返回之后立刻取消，连 start 都来不及送出。
+  const quick = new AbortController();
+  const early = model.stream({ messages: [question] }, { signal: quick.signal });
+  quick.abort();
+  const earlyEvents = await collect(early);
+  assert.deepEqual(earlyEvents.map((event) => event.type), ["error"]);
+  assert.deepEqual((await early.result()).content, []);
 });
