@@ -17,8 +17,10 @@
  *   toolUse 却没有工具调用  协议错误：没有可配对的东西，不再问模型，以 protocol_error 结束
  */
 
+import { sameDefinition } from "./canonical-json.js";
 import { executeToolCall, type ExecuteOptions, type ToolOutput, type ToolRegistry } from "./tools.js";
 import {
+  currentTools,
   text,
   type AgentContext,
   type AgentMessage,
@@ -27,8 +29,10 @@ import {
   type Model,
   type ModelEvent,
   type StopReason,
+  type SystemMessage,
   type TextContent,
   type ToolCall,
+  type ToolDefinition,
   type ToolResultMessage,
 } from "./types.js";
 
@@ -408,6 +412,42 @@ async function executeToolBatch(
   // #endregion
 }
 
+// ── 批次之间的声明补丁（第 15 章） ──────────────────────────────
+
+// #region lab 15.5 辅助
+function declaresTools(transcript: readonly AgentMessage[]): boolean {
+  return transcript.some(
+    (message) => message.role === "system" && (message.toolsAdded !== undefined || message.toolsRemoved !== undefined),
+  );
+}
+
+/**
+ * transcript 声明的工具集与注册表此刻的声明集不同时，交回一条把它补齐的 system 补丁；相同就是 undefined。
+ * 比较与第 09 章的 toolChange 是同一条规则（名字相同、sameDefinition 相同才算没变）。
+ * 从没声明过工具的 transcript 不写补丁：那时 Provider 每次请求直接带注册表的定义。
+ */
+function declarationPatch(
+  transcript: readonly AgentMessage[],
+  wanted: readonly ToolDefinition[],
+  timestamp: number,
+): SystemMessage | undefined {
+  if (!declaresTools(transcript)) return undefined;
+  const declared = currentTools(transcript);
+  const before = new Map(declared.map((tool) => [tool.name, tool]));
+  const after = new Set(wanted.map((tool) => tool.name));
+  const added = wanted.filter((tool) => {
+    const old = before.get(tool.name);
+    return old === undefined || !sameDefinition(old, tool);
+  });
+  const removed = declared.filter((tool) => !after.has(tool.name)).map((tool) => ({ name: tool.name }));
+  if (added.length === 0 && removed.length === 0) return undefined;
+  const patch: SystemMessage = { role: "system", content: "", timestamp };
+  if (added.length > 0) patch.toolsAdded = added;
+  if (removed.length > 0) patch.toolsRemoved = removed;
+  return patch;
+}
+// #endregion
+
 // ── 循环 ────────────────────────────────────────────────────────
 
 /** 下一次调用模型之前的检查：已取消，或步数用完，就不再发起。 */
@@ -453,6 +493,17 @@ async function runTurns(options: AgentLoopOptions, added: AgentMessage[], emit: 
     }
     emit({ type: "turn_end", message, toolResults });
     if (plan.kind === "finish") return plan.end;
+    // #endregion
+    // #region lab 15.5
+    // 这一批工具改了声明集（tool_search 加载、上限卸载）：下一次请求之前写一条 system 补丁。
+    const patch = declarationPatch(transcript, options.tools.definitions(), now());
+    if (patch !== undefined) {
+      emit({ type: "message_start", message: patch });
+      emit({ type: "message_end", message: patch });
+      append(patch);
+    }
+    // #endregion
+    // #region lab 7.1
   }
   // #endregion
 }

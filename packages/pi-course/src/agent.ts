@@ -21,6 +21,7 @@ import {
   type TransformContext,
 } from "./agent-loop.js";
 import { freezeSettled, frozenSnapshot, initialAgentState, reduceAgentState, type AgentState } from "./agent-state.js";
+import { sameDefinition } from "./canonical-json.js";
 import { ToolRegistry, type AgentTool } from "./tools.js";
 import {
   currentSystemPrompt,
@@ -83,10 +84,6 @@ const BOTH_STARTS =
   "systemPrompt 和 messages 只能给一个：续接的 transcript 里已经有自己的 system prompt，改它请追加 system message。";
 
 // ── 纯函数：工具集的差量 ────────────────────────────────────────
-
-function sameDefinition(a: ToolDefinition, b: ToolDefinition): boolean {
-  return JSON.stringify([a.name, a.description, a.parameters]) === JSON.stringify([b.name, b.description, b.parameters]);
-}
 
 /** transcript 声明的工具集 → Agent 想要的工具集；没有变化时交回 undefined。 */
 export function toolChange(

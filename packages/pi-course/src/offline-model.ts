@@ -5,6 +5,8 @@
  *   提示里点名了一个文件（默认 README）→ 先请求一次 read；
  *   read 的结果回来了 → 用结果里的第一个一级标题回答“项目名是什么”；
  *   别的问题 → 直说自己只会这一件事，以及怎样接上真实模型。
+ * 第 15 章多了一条：提示要它“列出”一个目录 → 请求里没有 ls 就先调用 tool_search 找它，
+ *   有了 ls 就调用它，结果回来了就照着说出目录里有什么。
  * 它的用处是让整条链路（参数 → 运行时 → Agent → 工具 → 会话文件 → 输出）不联网也能跑通，
  * 而且每次运行的事件都一样：决定由纯函数做出，播放交给第 04 章的 ScriptedModel。
  */
@@ -14,8 +16,11 @@ import { textOf, type AgentContext, type Message, type Model, type ModelStream, 
 
 // ── 类型 ────────────────────────────────────────────────────────
 
-/** 离线模型这一步要做的事：读一个文件，或者说一段话。 */
-export type OfflineDecision = { kind: "read"; path: string } | { kind: "answer"; text: string };
+/** 离线模型这一步要做的事：读一个文件，或者说一段话；第 15 章起还能调用别的工具（先说一句 say）。 */
+export type OfflineDecision =
+  | { kind: "read"; path: string }
+  | { kind: "answer"; text: string }
+  | { kind: "call"; name: string; arguments: Record<string, unknown>; say: string };
 
 export interface OfflineModelOptions {
   now?: () => number;
@@ -87,9 +92,51 @@ function untitledAnswer(file: string, content: string): string {
   return `我读了 ${file}，里面没有以 "# " 开头的标题，所以说不出项目名；${shown}。我是离线模型，只会说出文件的第一个一级标题，要问别的请接上真实模型（PI_COURSE_BASE_URL）。`;
 }
 
+// ── 第 15 章：先找到 ls，再列目录 ──────────────────────────────
+
+/** 离线模型找 ls 时用的那句查询：它只能靠 tool_search 的检索，而不是记住工具名。 */
+export const LISTING_QUERY = "list the entries of a directory";
+
+/** 提示要列出的目录：“列出 src”“列出 docs/guide 目录”；只说“列出”就是工作区根目录；没说“列出”就是 undefined。 */
+export function requestedDirectory(prompt: string): string | undefined {
+  const match = /列出\s*([\w./-]+)?/.exec(prompt);
+  if (match === null) return undefined;
+  return match[1] ?? ".";
+}
+
+/**
+ * 列目录的三步：请求里没有 ls → 调用 tool_search；有了 ls → 调用它；ls 的结果回来了 → 照着回答。
+ * 不是列目录的提示交回 undefined，留给 decideOffline。
+ */
+export function decideListing(messages: readonly Message[], tools: readonly ToolDefinition[]): OfflineDecision | undefined {
+  const lastUser = messages.findLastIndex((message) => message.role === "user");
+  const user = messages[lastUser];
+  if (user === undefined) return undefined;
+  const directory = requestedDirectory(textOf(user));
+  if (directory === undefined) return undefined;
+  const since = messages.slice(lastUser + 1);
+  const listed = since.findLast((message) => message.role === "toolResult" && message.toolName === "ls");
+  if (listed !== undefined && listed.role === "toolResult") {
+    if (listed.isError) return { kind: "answer", text: `列不了 ${directory}：${textOf(listed)}` };
+    const entries = textOf(listed).split("\n").filter((line) => line !== "");
+    return { kind: "answer", text: `${directory} 里有：${entries.join("、")}。` };
+  }
+  const has = (name: string) => tools.some((tool) => tool.name === name);
+  if (has("ls")) return { kind: "call", name: "ls", arguments: { path: directory }, say: `列一下 ${directory}。` };
+  const searched = since.some((message) => message.role === "toolResult" && message.toolName === "tool_search");
+  if (has("tool_search") && !searched) {
+    return { kind: "call", name: "tool_search", arguments: { query: LISTING_QUERY }, say: "我手上没有列目录的工具，先找一个。" };
+  }
+  return { kind: "answer", text: `这次请求里没有 ls 工具，我列不了 ${directory}。` };
+}
+
 /** 决定 → 一个脚本 turn。调用 id 由请求里的消息数决定，重跑一次得到的 id 相同。 */
 export function offlineTurn(decision: OfflineDecision, messageCount: number): ScriptedTurn {
   if (decision.kind === "answer") return { kind: "reply", content: [{ type: "text", text: decision.text }], stopReason: "stop" };
+  if (decision.kind === "call") {
+    const call = { type: "toolCall" as const, id: `offline-${decision.name}-${messageCount}`, name: decision.name, arguments: decision.arguments };
+    return { kind: "reply", content: [{ type: "text", text: decision.say }, call], stopReason: "toolUse" };
+  }
   const call = { type: "toolCall" as const, id: `offline-read-${messageCount}`, name: "read", arguments: { path: decision.path } };
   return { kind: "reply", content: [{ type: "text", text: `先读一下 ${decision.path}。` }, call], stopReason: "toolUse" };
 }
@@ -107,7 +154,9 @@ export class OfflineModel implements Model {
 
   /** 每次调用现做一个只有一个 turn 的脚本：事件、取消与终态都和第 04 章的脚本模型一样。 */
   stream(context: AgentContext, options: StreamOptions = {}): ModelStream {
-    const turn = offlineTurn(decideOffline(context.messages, context.tools ?? []), context.messages.length);
+    const tools = context.tools ?? [];
+    const decision = decideListing(context.messages, tools) ?? decideOffline(context.messages, tools);
+    const turn = offlineTurn(decision, context.messages.length);
     return new ScriptedModel([turn], { id: this.id, now: this.now }).stream(context, options);
   }
 }

@@ -3,7 +3,7 @@
  *
  *   模型      options.model → 环境变量（第 05 章的 modelFromEnv）→ 离线模型
  *   会话文件  <agentDir>/sessions/<cwd 编码成的一个文件夹名>/<时间戳>_<id>.jsonl（第 10 章的 JSONL）
- *   工具      第 08 章的四个编码工具：文件工具限定在 cwd 这个工作区里；bash 在那里启动，但不被限定在里面
+ *   工具      第 08 章的四个编码工具：文件工具限定在 cwd 这个工作区里；bash 在那里启动，但不被限定在里面；第 15 章加上 tool_search 与等着被它找到的 deferred 工具（ls）
  *   资源      第 12 章：AGENTS.md、技能、提示模板；坏掉的文件只是一条警告
  *   扩展      第 12 章：<cwd>/.pi/extensions 里的模块；加载失败、处理器出错都只是一条警告
  *   闸门      第 12 章的批准闸门排在扩展的最前面；允许规则与“以后都可以”都在 agent 目录里，从不在工作区里
@@ -28,11 +28,15 @@ import { codingTools } from "./coding-tools.js";
 import type { CompactionSettings } from "./compaction.js";
 import { loadExtensions } from "./extension-loader.js";
 import { extensionFromFactory, ExtensionRunner, type Extension, type ExtensionActions, type ExtensionError } from "./extensions.js";
+import { lsTool } from "./ls-tool.js";
 import { OfflineModel } from "./offline-model.js";
 import { modelFromEnv } from "./openai-compatible.js";
 import { loadResources, type Resources } from "./resources.js";
 import { JsonlSessionStore, type SessionStore } from "./session-store.js";
 import { SessionTree } from "./session-tree.js";
+import { ToolActivation } from "./tool-activation.js";
+import { toolSearchTool } from "./tool-search.js";
+import type { AgentTool } from "./tools.js";
 import type { Model } from "./types.js";
 import { Workspace } from "./workspace.js";
 
@@ -188,6 +192,20 @@ export function resolveModel(options: Pick<RuntimeOptions, "model" | "env" | "no
   const fromEnv = modelFromEnv(options.env ?? process.env);
   if (fromEnv !== undefined) return fromEnv;
   return new OfflineModel(options.now ? { now: options.now } : {});
+  // #endregion
+}
+
+/** 第 15 章：tiny-pi 交给会话的工具，以及管着 deferred 工具加载与卸载的 ToolActivation。 */
+export interface RuntimeTools {
+  tools: AgentTool<any>[];
+  activation: ToolActivation;
+}
+
+/** 四个编码工具照旧直接声明；tool_search 是 model-only；deferred 工具登记在 activation 里，等模型来找。 */
+export function runtimeTools(workspace: Workspace): RuntimeTools {
+  // #region lab 15.5
+  const activation = new ToolActivation([lsTool(workspace)]);
+  return { tools: [...codingTools(workspace), toolSearchTool(activation), ...activation.tools], activation };
   // #endregion
 }
 
@@ -418,6 +436,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     await prepareSessionFolder(folder);
     const sessionFile = await chooseSessionFile(cwd, folder, options.session ?? "new", now);
     const workspace = await Workspace.open(cwd);
+    const exposed = runtimeTools(workspace);
     const resources = await loadResources({ cwd, stopAt: options.contextStopAt });
     for (const diagnostic of resources.diagnostics) warn(`资源 ${diagnostic.path}：${diagnostic.message}`);
     const tree = await openSessionTree(sessionFile, options.openStore ?? ((file) => new JsonlSessionStore(file)), now);
@@ -436,13 +455,15 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       tree,
       model,
       systemPrompt: options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT,
-      tools: codingTools(workspace),
+      tools: exposed.tools,
       workspace,
       resources,
       extensions,
       now,
       ...(options.compaction ? { compaction: options.compaction } : {}),
     });
+    // 声明看 transcript：续上的会话里已经加载过的 deferred 工具照样算已加载。
+    exposed.activation.follow(session.agent);
     disposer.add("会话", async () => {
       // 先不再接新的提问、停下正在进行的运行，再等排队的扩展事件与写入：关掉之后文件里就是完整的记录。
       session.close();

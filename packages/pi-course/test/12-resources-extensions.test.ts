@@ -23,6 +23,7 @@ import { loadExtensions } from "../src/extension-loader.js";
 import {
   extensionFromFactory,
   ExtensionRunner,
+  ABORTED_BEFORE_CHECK,
   REMOVED_LEADING_SYSTEM_MESSAGE,
   type ExtensionError,
   type ExtensionFactory,
@@ -351,6 +352,37 @@ test("12.3 重新加载资源追加一条 sections 补丁：写下的第一条�
 });
 
 // ── 12.4 扩展运行器 ─────────────────────────────────────────────
+
+test("12.4 运行器自己就和 signal 赛跑：不经循环直接调用，abort 之后 tool_call 交回拦下、tool_result 交回已有的改写", { timeout: 2_000 }, async () => {
+  const never = new Promise<never>(() => {});
+  const stuck = await extensionFromFactory("stuck.ts", (pi) => {
+    pi.on("tool_call", () => never);
+    pi.on("tool_result", () => never);
+  });
+  const runner = new ExtensionRunner([stuck]);
+  const controller = new AbortController();
+  const call = runner.emitToolCall({ type: "tool_call", toolCallId: "c1", toolName: "bash", input: {} }, controller.signal);
+  const result = runner.emitToolResult(
+    { type: "tool_result", toolCallId: "c1", toolName: "bash", input: {}, content: [text("原样")], details: undefined, isError: false },
+    controller.signal,
+  );
+  controller.abort();
+  assert.deepEqual(await call, { block: true, reason: ABORTED_BEFORE_CHECK });
+  assert.equal(await result, undefined, "abort 时什么都还没改写：交回 undefined，用原来的结果");
+});
+
+test("12.4 运行器交给每个处理器的是副本：处理器改了事件里的消息，调用方手里的那一份不变", { timeout: 2_000 }, async () => {
+  const meddler = await extensionFromFactory("meddler.ts", (pi) => {
+    pi.on("turn_end", (event) => {
+      event.message.content.push(text("偷偷加的"));
+    });
+  });
+  const message = { role: "assistant", content: [text("原话")], stopReason: "stop", timestamp: 1 } as unknown as Extract<AgentMessage, { role: "assistant" }>;
+  const errors: ExtensionError[] = [];
+  await new ExtensionRunner([meddler], { onError: (error) => errors.push(error) }).emit({ type: "turn_end", message, toolResults: [] });
+  assert.deepEqual(errors, []);
+  assert.deepEqual(message.content, [text("原话")]);
+});
 
 test("12.4 处理器按登记顺序运行：先按扩展的顺序，同一个扩展里按 on() 的先后；加载时调用 sendMessage 得到一句说明", async () => {
   const log: string[] = [];

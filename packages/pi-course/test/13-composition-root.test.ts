@@ -483,6 +483,18 @@ test("13.3 会话文件写不进去（ENOSPC）：一句话点名会话文件，
   assert.ok(lines[0]!.includes(`会话文件 ${path.join(agentDir, "sessions", sessionFolderName(cwd), file!)} 写不进去（ENOSPC）`), lines[0]);
 });
 
+test("13.3 prompt 抛出的不是文件系统的错误（例如存储自己报错）：打印模式照样只写一句话、退出码 1，不是堆栈", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const model = new ScriptedModel([{ kind: "reply", content: [text("答案是 42。")], stopReason: "stop" }]);
+  const refused = new Error("存储拒绝了这一行");
+  const run = io(cwd, agentDir, { model, openStore: (file) => brokenStore(file, 1, refused) });
+  assert.equal(await main(["-p", "答案是什么？"], run.io), 1);
+  const lines = stderrLines(run.stderr.text());
+  assert.equal(lines.length, 1, run.stderr.text());
+  assert.match(lines[0]!, /^tiny-pi：.*存储拒绝了这一行/);
+  assert.doesNotMatch(run.stderr.text(), /\n\s+at /);
+});
+
 test("13.3 自动压缩失败时，打印模式只写一句话，不是一段堆栈", { timeout: 10_000 }, async (t) => {
   const { cwd, agentDir } = await project(t);
   // 三问三答，每问约 4 万 token：第四问之前超出预算，自动压缩先要一份摘要。

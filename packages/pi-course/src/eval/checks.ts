@@ -8,7 +8,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 
 import type { SessionEntry } from "../session-entries.js";
-import { systemMessageText, textOf, type AgentContext, type AgentMessage, type Message } from "../types.js";
+import { currentTools, systemMessageText, textOf, type AgentContext, type AgentMessage, type Message } from "../types.js";
 import type { CheckOutcome, EvalCheck, EvalContext } from "./types.js";
 
 // ── 纯帮手 ──────────────────────────────────────────────────────
@@ -190,6 +190,21 @@ export function sentAsUser(n: number, fragment: string): EvalCheck {
       if (holder.role !== "user") return fail(`${quote(fragment)} 在第 ${n} 次请求里是 ${holder.role} 消息，应当是 user`);
       return pass(`${quote(fragment, 30)} 以 user 身份到达`);
       // #endregion
+    },
+  };
+}
+
+/** 第 15 章：工具 name 从第 n 次请求起才声明给模型，之前的请求里没有它（deferred 工具被 tool_search 加载）。 */
+export function declaredFrom(n: number, name: string): EvalCheck {
+  return {
+    name: `${name} 从第 ${n} 次请求起才声明`,
+    scope: "run",
+    run(context) {
+      const declares = (request: AgentContext) => currentTools(request.messages).some((tool) => tool.name === name);
+      const first = context.requests.findIndex(declares);
+      if (first === -1) return fail(`${context.requests.length} 次请求都没有声明 ${name}`);
+      if (first + 1 !== n) return fail(`${name} 在第 ${first + 1} 次请求里第一次声明，应当是第 ${n} 次`);
+      return pass(`第 ${n} 次请求起声明了 ${name}`);
     },
   };
 }

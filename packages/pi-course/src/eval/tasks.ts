@@ -6,7 +6,17 @@
 
 import type { CompactionSettings } from "../compaction.js";
 import type { ReplyTurn } from "../scripted-model.js";
-import { answerIncludes, fileEquals, fileIncludes, neverSent, sentAsUser, sessionCount, toolCallsPaired, toolErrors } from "./checks.js";
+import {
+  answerIncludes,
+  declaredFrom,
+  fileEquals,
+  fileIncludes,
+  neverSent,
+  sentAsUser,
+  sessionCount,
+  toolCallsPaired,
+  toolErrors,
+} from "./checks.js";
 import type { EvalTask } from "./types.js";
 
 // ── 写脚本的两个帮手 ────────────────────────────────────────────
@@ -149,5 +159,18 @@ export const VISIBLE_TASKS: EvalTask[] = [
       say("安装说明：先运行 npm ci。"),
     ],
     checks: [toolErrors(1), toolCallsPaired(), fileIncludes("docs/setup.md", "npm ci"), answerIncludes("npm ci")],
+  },
+  {
+    id: "search-then-ls",
+    title: "先用 tool_search 找到 ls，再列目录",
+    files: { "src/main.ts": "export {};\n", "src/util.ts": "export {};\n" },
+    prompts: ["src 目录里有哪些文件？"],
+    turns: [
+      // 第 15 章：ls 是 deferred 工具，第一次请求里没有它；同一批里直接调用会被拒，下一次请求才声明。
+      use(["call-1", "tool_search", { query: "list the entries of a directory" }], ["call-2", "ls", { path: "src" }]),
+      use(["call-3", "ls", { path: "src" }]),
+      say("src 里有 main.ts 和 util.ts。"),
+    ],
+    checks: [declaredFrom(2, "ls"), toolErrors(1), toolCallsPaired(), answerIncludes("util.ts")],
   },
 ];
