@@ -21,7 +21,7 @@ import {
   type ToolResultMessage,
 } from "../src/types.js";
 
-// ── 本章登记的应用角色：审计记录。它只写给人看，不该进模型的上下文 ─────
+// ── 应用自己的角色：审计记录。它只写给人看，不该进模型的上下文 ─────────
 
 interface AuditNote {
   role: "auditNote";
@@ -31,13 +31,22 @@ interface AuditNote {
   timestamp: number;
 }
 
-declare module "../src/types.js" {
-  interface CustomAgentMessages {
-    auditNote: AuditNote;
-  }
+/**
+ * 这份测试不用声明合并登记 auditNote：登记是全局的，一登记，第 05、07 章只认四种角色的代码
+ * 在你改到实践 9.4 之前就过不了编译。审计记录因此像一条从文件里读进来的消息那样进入 transcript，
+ * 类型不替它担保，运行时的两道闸和适配器照样要挡住它。
+ */
+function asAgentMessage(message: AuditNote): AgentMessage {
+  return message as unknown as AgentMessage;
 }
 
-const note: AgentMessage = { role: "auditNote", text: "跳过了 3 个生成文件", severity: "info", timestamp: 1_500 };
+/** 是审计记录就交回它，否则 undefined。 */
+function auditNoteOf(message: AgentMessage): AuditNote | undefined {
+  const role: string = message.role;
+  return role === "auditNote" ? (message as unknown as AuditNote) : undefined;
+}
+
+const note = asAgentMessage({ role: "auditNote", text: "跳过了 3 个生成文件", severity: "info", timestamp: 1_500 });
 
 // ── 场景 ────────────────────────────────────────────────────────
 
@@ -439,12 +448,13 @@ test("9.4 默认 convertToLlm 只留 system / user / assistant / toolResult，au
 });
 
 test("9.4 用 flatMap 写的 convertToLlm 有意保留、转换或丢掉自定义角色", { timeout: 2_000 }, async () => {
-  const warning: AgentMessage = { role: "auditNote", text: "README 被改过", severity: "warning", timestamp: 1_600 };
+  const warning = asAgentMessage({ role: "auditNote", text: "README 被改过", severity: "warning", timestamp: 1_600 });
   const convertToLlm = (messages: AgentMessage[]): Message[] =>
     messages.flatMap((message): Message[] => {
-      if (message.role !== "auditNote") return defaultConvertToLlm([message]);
-      if (message.severity === "info") return [];
-      return [userMessage(`[审计] ${message.text}`, message.timestamp)];
+      const audit = auditNoteOf(message);
+      if (audit === undefined) return defaultConvertToLlm([message]);
+      if (audit.severity === "info") return [];
+      return [userMessage(`[审计] ${audit.text}`, audit.timestamp)];
     });
   const model = new ScriptedModel([say("知道了")], clock);
   const agent = new Agent({ model, convertToLlm, ...clock });
