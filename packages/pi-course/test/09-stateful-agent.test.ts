@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import test from "node:test";
 
 import { Agent, LISTENER_TIME_LIMIT_MS } from "../src/agent.js";
-import { defaultConvertToLlm, type AgentEvent } from "../src/agent-loop.js";
+import { buildLlmMessages, defaultConvertToLlm, type AgentEvent } from "../src/agent-loop.js";
 import { initialAgentState, reduceAgentState, type AgentState } from "../src/agent-state.js";
 import { OpenAiCompatibleModel, toChatRequest } from "../src/openai-compatible.js";
 import { s } from "../src/schema.js";
@@ -508,6 +508,15 @@ test("9.4 两道闸都不写回 transcript：在副本上 push、裁剪、注入
     (model.requests[2]?.messages ?? []).map((message) => (message.role === "user" ? message.content[0]?.text : message.role)),
     ["system", "现在是 10:00", "第二问"],
   );
+  // 直接交给 buildLlmMessages 的数组也一样：闸在副本上 push，交进去的数组一条不多。
+  const history: AgentMessage[] = [userMessage("第一问", 1)];
+  const pushing = (messages: AgentMessage[]) => {
+    messages.push(userMessage("被 push 进副本的消息", 2));
+    return messages;
+  };
+  const sent = await buildLlmMessages(history, { transformContext: pushing }, new AbortController().signal);
+  assert.equal(sent?.length, 2, "这一次请求看得到闸塞进来的消息");
+  assert.deepEqual(dialogue(history), ["user"], "交给 buildLlmMessages 的 transcript 不该被闸改动");
 });
 
 test("9.4 闸抛出异常时，这次运行以 error 结束：状态回到 idle，错误写明原因，prompt 照常兑现", { timeout: 2_000 }, async () => {
