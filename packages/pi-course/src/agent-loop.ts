@@ -22,7 +22,6 @@ import { executeToolCall, type ExecuteOptions, type ToolOutput, type ToolRegistr
 import {
   currentTools,
   text,
-  type AgentContext,
   type AgentMessage,
   type AssistantMessage,
   type Message,
@@ -233,14 +232,14 @@ export function defaultConvertToLlm(messages: AgentMessage[]): Message[] {
 }
 
 /**
- * 顺序固定：先 transform，再 convert。两道闸都拿副本，transcript 本身一个字节也不变。
+ * 这一次请求的消息。顺序固定：先 transform，再 convert。两道闸都拿副本，transcript 本身一个字节也不变。
  * 每道闸都与 signal 赛跑：闸还没交回就被取消时交回 undefined，循环以 aborted 结束。
  */
-export async function buildLlmContext(
+export async function buildLlmMessages(
   transcript: readonly AgentMessage[],
-  options: Pick<AgentLoopOptions, "transformContext" | "convertToLlm" | "tools">,
+  options: Pick<AgentLoopOptions, "transformContext" | "convertToLlm">,
   signal: AbortSignal,
-): Promise<AgentContext | undefined> {
+): Promise<Message[] | undefined> {
   // #region lab 9.4
   let messages: AgentMessage[] = [...transcript];
   if (options.transformContext !== undefined) {
@@ -251,7 +250,7 @@ export async function buildLlmContext(
   const convert = options.convertToLlm ?? defaultConvertToLlm;
   const llmMessages = await untilAborted(convert([...messages]), signal);
   if (llmMessages === ABORTED) return undefined;
-  return { messages: llmMessages, tools: options.tools.definitions() };
+  return llmMessages;
   // #endregion
 }
 
@@ -260,8 +259,11 @@ export async function buildLlmContext(
 type Emit = (event: AgentEvent) => void;
 
 /** 调用一次模型：把它的事件转成 message_start / update / end，交回最终的 assistant。 */
-async function streamAssistant(context: AgentContext, options: AgentLoopOptions, emit: Emit): Promise<AssistantMessage> {
+// #region lab 9.4 扩展
+async function streamAssistant(messages: Message[], options: AgentLoopOptions, emit: Emit): Promise<AssistantMessage> {
+// #endregion
   // #region lab 7.1
+  const context = { messages, tools: options.tools.definitions() };
   const stream = options.model.stream(context, options.signal ? { signal: options.signal } : {});
   let started = false;
   for await (const event of stream) {
@@ -464,22 +466,20 @@ async function runTurns(options: AgentLoopOptions, added: AgentMessage[], emit: 
   // #region lab 7.1
   const signal = options.signal ?? new AbortController().signal;
   const now = options.now ?? Date.now;
-  // 循环手里的 transcript：调用方的历史加上这次的新消息。两道闸只拿到它的副本。
-  const transcript: AgentMessage[] = [...options.messages];
-  const append = (message: AgentMessage) => {
-    transcript.push(message);
-    added.push(message);
-  };
   for (let step = 1; ; step += 1) {
     const blocked = stopBeforeCall(step, options);
     if (blocked !== undefined) return { reason: blocked };
 
     emit({ type: "turn_start", step });
-    const context = await buildLlmContext(transcript, options, signal);
+    // #endregion
+    // #region lab 9.4 扩展
+    const llmMessages = await buildLlmMessages([...options.messages, ...added], options, signal);
     // 闸还没交回就被取消：不调用模型，和 stopBeforeCall 一样以 aborted 结束。
-    if (context === undefined) return { reason: "aborted" };
-    const message = await streamAssistant(context, options, emit);
-    append(message);
+    if (llmMessages === undefined) return { reason: "aborted" };
+    const message = await streamAssistant(llmMessages, options, emit);
+    // #endregion
+    // #region lab 7.1
+    added.push(message);
 
     const plan = planTurn(message);
     const toolResults =
@@ -489,7 +489,7 @@ async function runTurns(options: AgentLoopOptions, added: AgentMessage[], emit: 
     for (const result of toolResults) {
       emit({ type: "message_start", message: result });
       emit({ type: "message_end", message: result });
-      append(result);
+      added.push(result);
     }
     emit({ type: "turn_end", message, toolResults });
     if (plan.kind === "finish") return plan.end;

@@ -12,6 +12,7 @@ import {
   text,
   textOf,
   type AgentContext,
+  type AgentMessage,
   type AssistantContent,
   type AssistantMessage,
   type DoneReason,
@@ -124,6 +125,8 @@ function toAssistantMessage(message: AssistantMessage): ChatMessage {
 }
 
 /** system 消息在这里一条也不发：它们已经合成开头那一条，再发就成了两份指令。 */
+// #endregion
+// #region lab 9.4 扩展
 function toChatMessages(message: Message): ChatMessage[] {
   switch (message.role) {
     case "system":
@@ -138,6 +141,8 @@ function toChatMessages(message: Message): ChatMessage[] {
       return unknownRole(message);
   }
 }
+// #endregion
+// #region lab 5.1 辅助
 
 function toChatTool(tool: ToolDefinition): ChatTool {
   // 逐个字段抄写：ToolDefinition 以后多出来的字段不该被悄悄发给服务器。
@@ -185,7 +190,11 @@ export function toChatRequest(context: AgentContext, model: string, maxTokens?: 
     stream_options: { include_usage: true },
   };
   if (maxTokens !== undefined) request.max_tokens = maxTokens;
+  // #endregion
+  // #region lab 9.5 扩展
   const tools = declaresTools(context.messages) ? currentTools(context.messages) : (context.tools ?? []);
+  // #endregion
+  // #region lab 5.1
   if (tools.length > 0) request.tools = tools.map(toChatTool);
   return request;
   // #endregion

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import test from "node:test";
 
 import { Agent, LISTENER_TIME_LIMIT_MS } from "../src/agent.js";
-import { defaultConvertToLlm, type AgentEvent } from "../src/agent-loop.js";
+import { buildLlmMessages, defaultConvertToLlm, type AgentEvent } from "../src/agent-loop.js";
 import { initialAgentState, reduceAgentState, type AgentState } from "../src/agent-state.js";
 import { OpenAiCompatibleModel, toChatRequest } from "../src/openai-compatible.js";
 import { s } from "../src/schema.js";
@@ -21,7 +21,7 @@ import {
   type ToolResultMessage,
 } from "../src/types.js";
 
-// ── 本章登记的应用角色：审计记录。它只写给人看，不该进模型的上下文 ─────
+// ── 应用自己的角色：审计记录。它只写给人看，不该进模型的上下文 ─────────
 
 interface AuditNote {
   role: "auditNote";
@@ -31,13 +31,22 @@ interface AuditNote {
   timestamp: number;
 }
 
-declare module "../src/types.js" {
-  interface CustomAgentMessages {
-    auditNote: AuditNote;
-  }
+/**
+ * 这份测试不用声明合并登记 auditNote：登记是全局的，一登记，第 05、07 章只认四种角色的代码
+ * 在你改到实践 9.4 之前就过不了编译。审计记录因此像一条从文件里读进来的消息那样进入 transcript，
+ * 类型不替它担保，运行时的两道闸和适配器照样要挡住它。
+ */
+function asAgentMessage(message: AuditNote): AgentMessage {
+  return message as unknown as AgentMessage;
 }
 
-const note: AgentMessage = { role: "auditNote", text: "跳过了 3 个生成文件", severity: "info", timestamp: 1_500 };
+/** 是审计记录就交回它，否则 undefined。 */
+function auditNoteOf(message: AgentMessage): AuditNote | undefined {
+  const role: string = message.role;
+  return role === "auditNote" ? (message as unknown as AuditNote) : undefined;
+}
+
+const note = asAgentMessage({ role: "auditNote", text: "跳过了 3 个生成文件", severity: "info", timestamp: 1_500 });
 
 // ── 场景 ────────────────────────────────────────────────────────
 
@@ -439,12 +448,13 @@ test("9.4 默认 convertToLlm 只留 system / user / assistant / toolResult，au
 });
 
 test("9.4 用 flatMap 写的 convertToLlm 有意保留、转换或丢掉自定义角色", { timeout: 2_000 }, async () => {
-  const warning: AgentMessage = { role: "auditNote", text: "README 被改过", severity: "warning", timestamp: 1_600 };
+  const warning = asAgentMessage({ role: "auditNote", text: "README 被改过", severity: "warning", timestamp: 1_600 });
   const convertToLlm = (messages: AgentMessage[]): Message[] =>
     messages.flatMap((message): Message[] => {
-      if (message.role !== "auditNote") return defaultConvertToLlm([message]);
-      if (message.severity === "info") return [];
-      return [userMessage(`[审计] ${message.text}`, message.timestamp)];
+      const audit = auditNoteOf(message);
+      if (audit === undefined) return defaultConvertToLlm([message]);
+      if (audit.severity === "info") return [];
+      return [userMessage(`[审计] ${audit.text}`, audit.timestamp)];
     });
   const model = new ScriptedModel([say("知道了")], clock);
   const agent = new Agent({ model, convertToLlm, ...clock });
@@ -498,6 +508,15 @@ test("9.4 两道闸都不写回 transcript：在副本上 push、裁剪、注入
     (model.requests[2]?.messages ?? []).map((message) => (message.role === "user" ? message.content[0]?.text : message.role)),
     ["system", "现在是 10:00", "第二问"],
   );
+  // 直接交给 buildLlmMessages 的数组也一样：闸在副本上 push，交进去的数组一条不多。
+  const history: AgentMessage[] = [userMessage("第一问", 1)];
+  const pushing = (messages: AgentMessage[]) => {
+    messages.push(userMessage("被 push 进副本的消息", 2));
+    return messages;
+  };
+  const sent = await buildLlmMessages(history, { transformContext: pushing }, new AbortController().signal);
+  assert.equal(sent?.length, 2, "这一次请求看得到闸塞进来的消息");
+  assert.deepEqual(dialogue(history), ["user"], "交给 buildLlmMessages 的 transcript 不该被闸改动");
 });
 
 test("9.4 闸抛出异常时，这次运行以 error 结束：状态回到 idle，错误写明原因，prompt 照常兑现", { timeout: 2_000 }, async () => {
