@@ -496,11 +496,11 @@ async function runTurns(options: AgentLoopOptions, added: AgentMessage[], emit: 
     // #endregion
     // #region lab 15.5
     // 这一批工具改了声明集（tool_search 加载、上限卸载）：下一次请求之前写一条 system 补丁。
-    const patch = declarationPatch(transcript, options.tools.definitions(), now());
+    const patch = declarationPatch([...options.messages, ...added], options.tools.definitions(), now());
     if (patch !== undefined) {
       emit({ type: "message_start", message: patch });
       emit({ type: "message_end", message: patch });
-      append(patch);
+      added.push(patch);
     }
     // #endregion
     // #region lab 7.1

@@ -755,7 +755,7 @@ test("12.6 .pi/extensions 里的 .ts 与 .js 按文件名顺序加载：带类�
   assert.deepEqual(await loadExtensions(path.join(root, "没有这个目录")), { extensions: [], errors: [] });
 });
 
-test("12.6 坏扩展只是一条带文件名的 load 错误：导入失败、default 不是函数、工厂抛出、工厂一直不结束，别的扩展照样加载", { timeout: 2_000 }, async () => {
+test("12.6 坏扩展只是一条带文件名的 load 错误：导入失败、default 不是函数、工厂抛出、工厂一直不结束，别的扩展照样加载", { timeout: 10_000 }, async () => {
   const dir = await tempDir();
   await writeFiles(dir, {
     "package.json": '{ "type": "module" }',
@@ -765,7 +765,8 @@ test("12.6 坏扩展只是一条带文件名的 load 错误：导入失败、def
     "4-hangs.js": "export default function () { return new Promise(() => {}); }\n",
     "5-good.js": "export default function (pi) { pi.registerCommand('hi', { handler() {} }); }\n",
   });
-  const loaded = await loadExtensions(dir, { timeoutMs: 50 });
+  // 时限给得宽一些：机器忙时，好扩展的导入本身也要几百毫秒；一直不结束的那个照样在时限到时被放弃。
+  const loaded = await loadExtensions(dir, { timeoutMs: 1_000 });
   assert.deepEqual(loaded.extensions.map((extension) => path.basename(extension.path)), ["5-good.js"]);
   assert.deepEqual(loaded.errors.map((error) => [path.basename(error.extensionPath), error.event]), [
     ["1-syntax.js", "load"],
@@ -775,19 +776,19 @@ test("12.6 坏扩展只是一条带文件名的 load 错误：导入失败、def
   ]);
   assert.match(loaded.errors[1]!.error, /default/);
   assert.match(loaded.errors[2]!.error, /初始化失败/);
-  assert.match(loaded.errors[3]!.error, /50 ms/);
+  assert.match(loaded.errors[3]!.error, /1000 ms/);
 });
 
-test("12.6 模块的顶层代码一直不结束也算超时：导入与工厂共用一个时限，别的扩展照样加载", { timeout: 2_000 }, async () => {
+test("12.6 模块的顶层代码一直不结束也算超时：导入与工厂共用一个时限，别的扩展照样加载", { timeout: 10_000 }, async () => {
   const dir = await tempDir();
   await writeFiles(dir, {
     "1-top-level-await.mjs": "await new Promise(() => {});\nexport default function () {}\n",
     "2-good.mjs": "export default function (pi) { pi.registerCommand('hi', { handler() {} }); }\n",
   });
-  const loaded = await loadExtensions(dir, { timeoutMs: 50 });
+  const loaded = await loadExtensions(dir, { timeoutMs: 1_000 });
   assert.deepEqual(loaded.extensions.map((extension) => path.basename(extension.path)), ["2-good.mjs"]);
   assert.deepEqual(loaded.errors.map((error) => [path.basename(error.extensionPath), error.event]), [["1-top-level-await.mjs", "load"]]);
-  assert.match(loaded.errors[0]!.error, /50 ms/);
+  assert.match(loaded.errors[0]!.error, /1000 ms/);
 });
 
 test("12.6 `/name`：扩展命令先处理（不问模型，抛出只报告），它不认识的再按提示模板展开；命令里的 sendMessage 与 appendEntry 就是会话自己的", { timeout: 2_000 }, async () => {
