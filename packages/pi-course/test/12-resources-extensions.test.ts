@@ -21,6 +21,7 @@ import {
 import { codingTools, readTool } from "../src/coding-tools.js";
 import { loadExtensions } from "../src/extension-loader.js";
 import {
+  ABORTED_BEFORE_CHECK,
   extensionFromFactory,
   ExtensionRunner,
   REMOVED_LEADING_SYSTEM_MESSAGE,
@@ -472,16 +473,25 @@ test("12.4 tool_call 与 tool_result 的处理器一直不结束：abort 之后�
     await running;
     assert.equal(session.agent.state.stopReason, "aborted", event);
   }
-  // 运行器自己也与 signal 赛跑：直接调用 emitToolResult，abort 一到就交回（没有改写），不等那个处理器。
-  const stuckRunner = new ExtensionRunner([await extensionFromFactory("stuck.ts", (pi) => pi.on("tool_result", () => new Promise<never>(() => {})))]);
-  const controller = new AbortController();
-  const pending = stuckRunner.emitToolResult(
+  // 运行器自己也与 signal 赛跑：直接调用 emitToolCall / emitToolResult，abort 一到就交回，不等那个处理器。
+  const stuckRunner = new ExtensionRunner([
+    await extensionFromFactory("stuck.ts", (pi) => {
+      pi.on("tool_call", () => new Promise<never>(() => {}));
+      pi.on("tool_result", () => new Promise<never>(() => {}));
+    }),
+  ]);
+  const stillWaiting = () => new Promise((resolve) => setTimeout(resolve, 200, "还在等"));
+  const checking = new AbortController();
+  const decision = stuckRunner.emitToolCall({ type: "tool_call", toolCallId: "c1", toolName: "echo", input: {} }, checking.signal);
+  checking.abort();
+  assert.deepEqual(await Promise.race([decision, stillWaiting()]), { block: true, reason: ABORTED_BEFORE_CHECK }, "abort 之后 emitToolCall 应当立刻当作拦下");
+  const rewriting = new AbortController();
+  const rewrite = stuckRunner.emitToolResult(
     { type: "tool_result", toolCallId: "c1", toolName: "echo", input: {}, content: [text("x")], details: undefined, isError: false },
-    controller.signal,
+    rewriting.signal,
   );
-  controller.abort();
-  const outcome = await Promise.race([pending, new Promise((resolve) => setTimeout(resolve, 200, "还在等"))]);
-  assert.equal(outcome, undefined, "abort 之后 emitToolResult 应当立刻交回，不再等处理器");
+  rewriting.abort();
+  assert.equal(await Promise.race([rewrite, stillWaiting()]), undefined, "abort 之后 emitToolResult 应当立刻交回，不再等处理器");
 });
 
 test("12.4 生命周期处理器拿到的是快照：turn_end 里改它给的消息，下一次请求与会话都不变", { timeout: 2_000 }, async () => {
