@@ -391,7 +391,9 @@ async function executeWithHooks(
 
 /** 同一 turn 的调用同时开始；executeToolCall 从不抛出，所以 Promise.all 一定等到每一条结果。 */
 async function executeToolBatch(
+  // #region lab 12.4 扩展
   assistantMessage: AssistantMessage,
+  // #endregion
   calls: readonly ToolCall[],
   options: AgentLoopOptions,
   signal: AbortSignal,
@@ -404,7 +406,11 @@ async function executeToolBatch(
     const ids = { toolCallId: call.id, toolName: call.name };
     emit({ type: "tool_execution_start", ...ids, args: call.arguments });
     const onUpdate = (partial: ToolOutput) => emit({ type: "tool_execution_update", ...ids, partial });
+  // #endregion
+    // #region lab 12.4 扩展
     const result = await executeWithHooks(call, assistantMessage, options, { signal, onUpdate, now });
+    // #endregion
+  // #region lab 7.2
     emit({ type: "tool_execution_end", ...ids, result, isError: result.isError });
     // 按下标放回：模型读到的结果顺序与它提出请求的顺序一致，与谁先完成无关。
     results[index] = result;
@@ -484,7 +490,11 @@ async function runTurns(options: AgentLoopOptions, added: AgentMessage[], emit: 
     const plan = planTurn(message);
     const toolResults =
       plan.kind === "execute"
+  // #endregion
+        // #region lab 12.4 扩展
         ? await executeToolBatch(message, plan.calls, options, signal, emit)
+        // #endregion
+  // #region lab 7.1
         : plan.unexecuted.map((call) => notExecutedResult(call, message.stopReason, now()));
     for (const result of toolResults) {
       emit({ type: "message_start", message: result });

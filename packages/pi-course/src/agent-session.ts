@@ -179,28 +179,37 @@ export class AgentSession {
   constructor(options: AgentSessionOptions) {
     this.options = options;
     this.tree = options.tree;
-    this.now = options.now ?? Date.now;
     this.templates = options.resources?.promptTemplates ?? [];
-    const runner = options.extensions;
+    this.now = options.now ?? Date.now;
     // #region lab 10.4
     const history = options.tree.buildSessionContext();
     const start = history.length > 0 ? { messages: history } : options.systemPrompt !== undefined ? { systemPrompt: options.systemPrompt } : {};
-    const tools = runner === undefined ? (options.tools ?? []) : runner.toolSet(options.tools ?? []);
     this.agent = new Agent({
       model: options.model,
       ...start,
-      ...(tools.length > 0 ? { tools } : {}),
+      ...(options.tools ? { tools: options.tools } : {}),
       ...(options.transformContext ? { transformContext: options.transformContext } : {}),
-      ...(runner ? extensionAgentOptions(runner, options.transformContext) : {}),
+    // #endregion
+      // #region lab 12.4 扩展
+      // 有扩展时：工具集并进扩展登记的工具，三个接点接上 runner（写在后面，盖过上面的 tools 与 transformContext）。
+      ...(options.extensions
+        ? { tools: options.extensions.toolSet(options.tools ?? []), ...extensionAgentOptions(options.extensions, options.transformContext) }
+        : {}),
+      // #endregion
+    // #region lab 10.4
       ...(options.maxSteps !== undefined ? { maxSteps: options.maxSteps } : {}),
       convertToLlm,
       now: this.now,
     });
+    // #endregion
+    // #region lab 12.3 扩展
     if (options.resources !== undefined) {
       // 新会话：段落写进第一条 system；续接的会话：资源可能在两次运行之间变了，差异写成一条补丁。
       if (history.length === 0) this.seedResources(options.resources);
       else this.patchResources(options.resources);
     }
+    // #endregion
+    // #region lab 10.4
     // 新会话：构造时写下的第一条 system message 不经过事件，这里补进记录。
     if (history.length === 0) for (const message of this.agent.state.messages) persistMessage(this.tree, message);
     // 之后的每一条（用户的输入、模型的回答、工具结果）都在 message_end 时落进记录。
@@ -208,7 +217,9 @@ export class AgentSession {
       if (event.type === "message_end") this.record(event.message);
     });
     // #endregion
-    if (runner !== undefined) this.bindExtensions(runner);
+    // #region lab 12.4 扩展
+    if (options.extensions !== undefined) this.bindExtensions(options.extensions);
+    // #endregion
   }
 
   // #region lab 10.4 辅助
