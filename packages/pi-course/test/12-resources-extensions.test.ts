@@ -21,6 +21,7 @@ import {
 import { codingTools, readTool } from "../src/coding-tools.js";
 import { loadExtensions } from "../src/extension-loader.js";
 import {
+  ABORTED_BEFORE_CHECK,
   extensionFromFactory,
   ExtensionRunner,
   ABORTED_BEFORE_CHECK,
@@ -504,10 +505,29 @@ test("12.4 tool_call 与 tool_result 的处理器一直不结束：abort 之后�
     await running;
     assert.equal(session.agent.state.stopReason, "aborted", event);
   }
+  // 运行器自己也与 signal 赛跑：直接调用 emitToolCall / emitToolResult，abort 一到就交回，不等那个处理器。
+  const stuckRunner = new ExtensionRunner([
+    await extensionFromFactory("stuck.ts", (pi) => {
+      pi.on("tool_call", () => new Promise<never>(() => {}));
+      pi.on("tool_result", () => new Promise<never>(() => {}));
+    }),
+  ]);
+  const stillWaiting = () => new Promise((resolve) => setTimeout(resolve, 200, "还在等"));
+  const checking = new AbortController();
+  const decision = stuckRunner.emitToolCall({ type: "tool_call", toolCallId: "c1", toolName: "echo", input: {} }, checking.signal);
+  checking.abort();
+  assert.deepEqual(await Promise.race([decision, stillWaiting()]), { block: true, reason: ABORTED_BEFORE_CHECK }, "abort 之后 emitToolCall 应当立刻当作拦下");
+  const rewriting = new AbortController();
+  const rewrite = stuckRunner.emitToolResult(
+    { type: "tool_result", toolCallId: "c1", toolName: "echo", input: {}, content: [text("x")], details: undefined, isError: false },
+    rewriting.signal,
+  );
+  rewriting.abort();
+  assert.equal(await Promise.race([rewrite, stillWaiting()]), undefined, "abort 之后 emitToolResult 应当立刻交回，不再等处理器");
 });
 
 test("12.4 生命周期处理器拿到的是快照：turn_end 里改它给的消息，下一次请求与会话都不变", { timeout: 2_000 }, async () => {
-  const { session, model, store } = await scene([reply(text("原来的回答")), reply(text("第二次"))], {
+  const { session, model, store, errors } = await scene([reply(text("原来的回答")), reply(text("第二次"))], {
     factories: [
       (pi) => {
         pi.on("turn_end", (event) => {
@@ -524,6 +544,8 @@ test("12.4 生命周期处理器拿到的是快照：turn_end 里改它给的消
   const assistant = model.requests[1]!.messages.find((message) => message.role === "assistant");
   assert.equal(assistant?.role === "assistant" && assistant.content[0]?.type === "text" && assistant.content[0].text, "原来的回答");
   assert.ok(!store.text.some((line) => line.includes("被改写的回答")));
+  // 快照归处理器自己：改它不会出错（transcript 里的消息是冻结的，直接交出去，改一下就抛 TypeError）。
+  assert.deepEqual(errors, []);
 });
 
 test("12.4 同名或形状不对的工具登记只是一条带文件名的诊断：那一项不进工具集，别的工具与会话照常", { timeout: 2_000 }, async () => {
@@ -765,8 +787,7 @@ test("12.6 坏扩展只是一条带文件名的 load 错误：导入失败、def
     "4-hangs.js": "export default function () { return new Promise(() => {}); }\n",
     "5-good.js": "export default function (pi) { pi.registerCommand('hi', { handler() {} }); }\n",
   });
-  // 时限给得宽一些：机器忙时，好扩展的导入本身也要几百毫秒；一直不结束的那个照样在时限到时被放弃。
-  const loaded = await loadExtensions(dir, { timeoutMs: 1_000 });
+  const loaded = await loadExtensions(dir, { timeoutMs: 400 });
   assert.deepEqual(loaded.extensions.map((extension) => path.basename(extension.path)), ["5-good.js"]);
   assert.deepEqual(loaded.errors.map((error) => [path.basename(error.extensionPath), error.event]), [
     ["1-syntax.js", "load"],
@@ -776,7 +797,7 @@ test("12.6 坏扩展只是一条带文件名的 load 错误：导入失败、def
   ]);
   assert.match(loaded.errors[1]!.error, /default/);
   assert.match(loaded.errors[2]!.error, /初始化失败/);
-  assert.match(loaded.errors[3]!.error, /1000 ms/);
+  assert.match(loaded.errors[3]!.error, /400 ms/);
 });
 
 test("12.6 模块的顶层代码一直不结束也算超时：导入与工厂共用一个时限，别的扩展照样加载", { timeout: 10_000 }, async () => {
@@ -785,10 +806,10 @@ test("12.6 模块的顶层代码一直不结束也算超时：导入与工厂共
     "1-top-level-await.mjs": "await new Promise(() => {});\nexport default function () {}\n",
     "2-good.mjs": "export default function (pi) { pi.registerCommand('hi', { handler() {} }); }\n",
   });
-  const loaded = await loadExtensions(dir, { timeoutMs: 1_000 });
+  const loaded = await loadExtensions(dir, { timeoutMs: 400 });
   assert.deepEqual(loaded.extensions.map((extension) => path.basename(extension.path)), ["2-good.mjs"]);
   assert.deepEqual(loaded.errors.map((error) => [path.basename(error.extensionPath), error.event]), [["1-top-level-await.mjs", "load"]]);
-  assert.match(loaded.errors[0]!.error, /1000 ms/);
+  assert.match(loaded.errors[0]!.error, /400 ms/);
 });
 
 test("12.6 `/name`：扩展命令先处理（不问模型，抛出只报告），它不认识的再按提示模板展开；命令里的 sendMessage 与 appendEntry 就是会话自己的", { timeout: 2_000 }, async () => {
