@@ -24,7 +24,6 @@ import {
   ABORTED_BEFORE_CHECK,
   extensionFromFactory,
   ExtensionRunner,
-  ABORTED_BEFORE_CHECK,
   REMOVED_LEADING_SYSTEM_MESSAGE,
   type ExtensionError,
   type ExtensionFactory,
