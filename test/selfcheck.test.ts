@@ -88,6 +88,19 @@ test("承诺 9 会失败：实践没有区域、占位代码没有对应的区�
   assert.ok(problems.some((problem) => problem.startsWith("填回实践 7.1 之后")), problems.join("\n"));
 });
 
+test("承诺 9 只容许声明过的 tsc 错误：扩展区域换回的起点代码过不了 tsc 时，没有声明成第一次红灯就报告", { timeout: 240_000 }, async () => {
+  // 第 11 章的扩展区域换回第 10 章的 entryToMessages：它的 never 挡住两种新条目（TS2322），chapter.json 把它声明为第一次红灯。
+  const chapter11 = chapters.find((candidate) => candidate.id === "11")!;
+  assert.equal(chapter11.firstRed.kind, "tsc");
+  const undeclared = { kind: "test" as const, summary: "build 干净", failures: [{ test: "x", includes: "x" }] };
+  const asTest = await checkRegions(ctx(), { ...chapter11, firstRed: undeclared }, "regions-11-undeclared");
+  assert.equal(asTest.length, 1, asTest.join("\n"));
+  assert.match(asTest[0]!, /^切出的脚手架编译失败：.*TS2322/);
+  const other = { kind: "tsc" as const, summary: "别的错", errors: [{ code: "TS2322", file: "packages/pi-course/src/session-tree.ts", includes: "别的措辞" }] };
+  const wrong = await checkRegions(ctx(), { ...chapter11, firstRed: other }, "regions-11-other");
+  assert.match(wrong[0] ?? "", /^切出的脚手架编译失败：.*TS2322/);
+});
+
 test("练习目录里出现提示原文会被发现", () => {
   const chapter = chapters.find((candidate) => candidate.id === "05")!;
   const dir = path.join(work.dir, "hint-leak");

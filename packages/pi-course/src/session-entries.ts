@@ -374,9 +374,13 @@ export function checkLinks(entries: readonly SessionEntry[], lines: readonly num
     if (entry.type === "label" && !lineOf.has(entry.targetId)) {
       throw new SessionEntryError("broken_link", line, `指向的 ${entry.targetId} 不在它前面的任何一行里`, "targetId", entry.id);
     }
+    // #endregion
+    // #region lab 11.2 扩展
     if (entry.type === "compaction" && !lineOf.has(entry.firstKeptEntryId)) {
       throw new SessionEntryError("broken_link", line, `指向的 ${entry.firstKeptEntryId} 不在它前面的任何一行里`, "firstKeptEntryId", entry.id);
     }
+    // #endregion
+    // #region lab 10.1
     lineOf.set(entry.id, line);
   }
   // #endregion

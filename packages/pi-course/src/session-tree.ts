@@ -56,9 +56,13 @@ export function entryToMessages(entry: SessionEntry): AgentMessage[] {
       return [entry.message];
     case "custom_message":
       return [createCustomMessage(entry.customType, entry.content, entry.display, entry.details, Date.parse(entry.timestamp))];
+    // #endregion
+    // #region lab 11.2 扩展
     case "branch_summary":
       return [createBranchSummaryMessage(entry.summary, entry.fromId, Date.parse(entry.timestamp))];
     case "compaction": // 它决定的是整段历史的开头，由 contextItems 处理
+    // #endregion
+    // #region lab 10.3
     case "custom":
     case "label":
       return [];
@@ -222,8 +226,10 @@ export class SessionTree {
 
   /** 模型此刻该看到的对话：沿当前路径，把每个条目换成它贡献的消息，每个工具调用都配上结果。 */
   buildSessionContext(): AgentMessage[] {
+    // #region lab 11.2 扩展
     // 第 11 章起经过 contextItems：压缩条目会换掉它之前的历史；每个工具调用照样配上结果。
     return pairToolCalls(contextItems(this.getBranch()).map((item) => item.message));
+    // #endregion
   }
 
   // ── 改 leaf ──
