@@ -1,6 +1,6 @@
 
 import { renderCard } from "./engine/card.js";
-import { paint, runCommand, parseCommandLine } from "./engine/cli.js";
+import { paint, print, runCommand, parseCommandLine } from "./engine/cli.js";
 import { openChapter } from "./engine/course.js";
 import { usageError } from "./engine/errors.js";
 
@@ -27,6 +27,6 @@ await runCommand(async () => {
     return;
   }
   const [title = "", ...rest] = renderCard(chapter, history);
-  console.log(paint("bold", title));
-  for (const line of rest) console.log(line);
+  print(paint("bold", title));
+  for (const line of rest) print(line);
 });

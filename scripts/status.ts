@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 
 import { loadChapters } from "./engine/chapters.js";
-import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
+import { paint, print, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
 import { openProgress } from "./engine/course.js";
 import { usageError } from "./engine/errors.js";
 import { ensureHistory } from "./engine/history.js";
@@ -44,7 +44,7 @@ await runCommand(async () => {
   const totalHints = Object.keys(progress.hints).reduce((sum, id) => sum + hintCount(progress, id), 0);
 
   if (values.json) {
-    console.log(
+    print(
       JSON.stringify(
         {
           progressFile: file,
@@ -65,32 +65,32 @@ await runCommand(async () => {
     return;
   }
 
-  console.log(paint("bold", "build-your-own-pi · 学习地图") + `    已点亮 ${map.lit}/${map.open} 章（规划 ${map.planned} 章）`);
+  print(paint("bold", "build-your-own-pi · 学习地图") + `    已点亮 ${map.lit}/${map.open} 章（规划 ${map.planned} 章）`);
   for (const part of map.parts) {
-    console.log("");
+    print("");
     const open = part.entries.some((entry) => entry.state !== "planned");
-    console.log(open ? paint("bold", part.title) : paint("dim", part.title));
-    for (const entry of part.entries) console.log(`  ${entryLine(entry, entry.id === next?.id)}`);
+    print(open ? paint("bold", part.title) : paint("dim", part.title));
+    for (const entry of part.entries) print(`  ${entryLine(entry, entry.id === next?.id)}`);
   }
-  console.log("");
+  print("");
   if (next && nextDir) {
-    console.log(paint("bold", `下一章：第 ${next.id} 章 · ${next.title}`) + `（${next.mode}，约 ${next.minutes} 分钟）`);
-    console.log(`  ${next.summary}`);
+    print(paint("bold", `下一章：第 ${next.id} 章 · ${next.title}`) + `（${next.mode}，约 ${next.minutes} 分钟）`);
+    print(`  ${next.summary}`);
     if (existsSync(nextDir)) {
-      console.log(`  练习目录：${nextDir}`);
-      console.log(`  做完后运行：${paint("cyan", `npm run verify -- ${next.id}`)}    卡住时：${paint("cyan", `npm run hint -- ${next.id}`)}`);
-      console.log(`  边写边看：${paint("cyan", `npm run watch -- ${next.id}`)}`);
+      print(`  练习目录：${nextDir}`);
+      print(`  做完后运行：${paint("cyan", `npm run verify -- ${next.id}`)}    卡住时：${paint("cyan", `npm run hint -- ${next.id}`)}`);
+      print(`  边写边看：${paint("cyan", `npm run watch -- ${next.id}`)}`);
     } else {
-      console.log(`  还没有练习目录：${paint("cyan", `npm run practice -- ${next.id}`)}（会创建 ${path.relative(userCwd(), nextDir) || nextDir}）`);
+      print(`  还没有练习目录：${paint("cyan", `npm run practice -- ${next.id}`)}（会创建 ${path.relative(userCwd(), nextDir) || nextDir}）`);
       const previous = chapters[chapters.findIndex((chapter) => chapter.id === next.id) - 1];
       if (previous && progress.verified[previous.id]) {
-        console.log(`  或者接着你第 ${previous.id} 章自己的代码做：${paint("cyan", `npm run practice -- ${next.id} --continue`)}`);
+        print(`  或者接着你第 ${previous.id} 章自己的代码做：${paint("cyan", `npm run practice -- ${next.id} --continue`)}`);
       }
     }
   } else if (map.open > 0) {
-    console.log(paint("green", `已开放的 ${map.open} 章全部点亮。后面的章节还在写，敬请期待。`));
+    print(paint("green", `已开放的 ${map.open} 章全部点亮。后面的章节还在写，敬请期待。`));
   }
-  console.log(paint("dim", `提示：共展开 ${totalHints} 级 · 进度文件：${file}`));
+  print(paint("dim", `提示：共展开 ${totalHints} 级 · 进度文件：${file}`));
 });
 
 function entryLine(entry: MapEntry, isNext: boolean): string {
