@@ -243,7 +243,7 @@ class Session {
     // 终端里一屏放下（宽度折行、矮时收起实践列表）；管道里原样输出，每屏之间一条分隔线
     const tty = process.stdout.isTTY === true;
     const columns = terminalColumns(process.stdout);
-    const rows = tty ? process.stdout.rows : screenRows();
+    const rows = tty && process.stdout.rows > 0 ? process.stdout.rows : screenRows(); // 伪终端没设大小时 rows 是 0
     const out = fitWatchScreen({ top, labs, body, bottom }, color, columns, rows);
     if (tty) process.stdout.write("\x1b[2J\x1b[3J\x1b[H");
     else process.stdout.write(`${"─".repeat(60)}\n`);

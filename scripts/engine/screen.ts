@@ -83,7 +83,7 @@ export function fitWatchScreen(screen: WatchScreen, paint: Painter, columns?: nu
   const total = () => top.length + labs.length + body.length + bottom.length;
   if (rows === undefined || total() <= rows) return [...top, ...labs, ...body, ...bottom];
   if (screen.labs.length > 1) labs = fit([labSummary(screen.labs, paint)]);
-  if (total() > rows) body = body.filter((line, index) => line.trim() !== "" || index === 0);
+  if (total() > rows) body = body.filter((line) => line.trim() !== "");
   if (total() > rows) body = [...body.slice(0, Math.max(1, rows - top.length - labs.length - bottom.length - 1)), paint("dim", "  …（屏幕放不下；npm run verify 看完整报告）")];
   return [...top, ...labs, ...body, ...bottom];
 }
