@@ -15,6 +15,7 @@ import { withPracticeLock } from "./engine/practice-lock.js";
 import { hintsShown, inspectProgress, recordHint, updateProgress } from "./engine/progress.js";
 import { buildLine, deviationLines, fitWatchScreen, hintLine, inlineMarkdown, seconds, watchFooter, type Painter } from "./engine/screen.js";
 import { terminalColumns } from "./engine/terminal.js";
+import { startProgress } from "./progress-line.mjs";
 import { checkPractice, type PracticeCheck, type RunFileOptions } from "./engine/verify.js";
 import { LiveBuild, type Compiled } from "./engine/live-build.js";
 import { WarmTests } from "./engine/warm-tests.js";
@@ -84,6 +85,7 @@ class Session {
   private resetLines: string[] = [];
   private stopped = false;
   private lastMs = 0;
+  private starting: () => void = () => {};
   /** 是否在读键盘（只在终端里）；决定页脚要不要列出按键。 */
   private keys = false;
   private finish: () => void = () => {};
@@ -117,6 +119,8 @@ class Session {
         this.live?.toCold(reason);
       },
     });
+    // 第一屏要等编译器起来、第一次编译和测试跑完（几秒）：终端里先说一句，第一屏画出时擦掉
+    this.starting = startProgress(`watch：正在编译 ${this.dir} 并运行第 ${this.chapter.id} 章的聚焦测试`);
     this.live = await LiveBuild.start(
       this.dir,
       { cold: this.watcher.mode === "poll" },
@@ -191,6 +195,7 @@ class Session {
   }
 
   private render(ms: number): void {
+    this.starting();
     this.lastMs = ms;
     const { chapter } = this;
     const inspected = inspectProgress(this.progressFile); // 只读：每次重跑都看一眼，另一个终端里的 hint、verify 也算数

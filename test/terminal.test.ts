@@ -9,6 +9,7 @@ import type { LabResult } from "../scripts/engine/labs.ts";
 import { LESSONS_DIR } from "../scripts/engine/paths.ts";
 import { fitWatchScreen, hintLine, inlineMarkdown, labLines } from "../scripts/engine/screen.ts";
 import { fitLine, terminalColumns } from "../scripts/engine/terminal.ts";
+import { startProgress } from "../scripts/progress-line.mjs";
 import { runScript, tempDir } from "./helpers.ts";
 
 const plain = (_style: unknown, text: string) => text;
@@ -59,6 +60,18 @@ describe("终端输出适合终端的宽度", () => {
     assert.equal(terminalColumns({ isTTY: false, columns: 80 }, {}), undefined);
     assert.equal(terminalColumns({ isTTY: true, columns: 100 }, {}), 100);
     assert.equal(terminalColumns({ isTTY: false }, { PI_COURSE_COLUMNS: "80" }), 80);
+  });
+
+  test("超过一秒的准备工作：终端里先写一行在做什么、做完擦掉；管道里什么也不写", () => {
+    const written: string[] = [];
+    const done = startProgress("正在构建课程历史", { isTTY: true, write: (text: string) => written.push(text) });
+    assert.deepEqual(written, ["正在构建课程历史…"]);
+    done();
+    done();
+    assert.deepEqual(written, ["正在构建课程历史…", "\r\u001b[K"]);
+    const piped: string[] = [];
+    startProgress("正在构建课程历史", { isTTY: false, write: (text: string) => piped.push(text) })();
+    assert.deepEqual(piped, []);
   });
 
   test("行内代码：终端里上色，管道里去掉反引号", () => {
