@@ -10,7 +10,7 @@ import { LESSONS_DIR } from "../scripts/engine/paths.ts";
 import { fitWatchScreen, hintLine, inlineMarkdown, labLines } from "../scripts/engine/screen.ts";
 import { fitLine, terminalColumns } from "../scripts/engine/terminal.ts";
 import { startProgress } from "../scripts/progress-line.mjs";
-import { runScript, tempDir } from "./helpers.ts";
+import { KIT, runScript, spawnProcess, tempDir, TSX } from "./helpers.ts";
 
 const plain = (_style: unknown, text: string) => text;
 const ansi = (style: unknown, text: string) => (style === "bold" ? `\u001b[1m${text}\u001b[22m` : `\u001b[36m${text}\u001b[39m`);
@@ -176,5 +176,23 @@ describe("watch 的一屏", () => {
     const hint = hintLine(chapter, lab, 2, plain, "h");
     assert.match(hint, /（第 3 级 · 伪代码；或按 h）$/);
     assert.doesNotMatch(hint, /）（/);
+  });
+});
+
+describe("小处", () => {
+  test("许多 git 命令共用一个中止信号（practice --continue 的样子）：不打出 MaxListenersExceededWarning", { timeout: 30_000 }, async () => {
+    const script = `import { gitAt } from ${JSON.stringify(`${KIT}/scripts/engine/git.ts`)};
+await Promise.all(Array.from({ length: 20 }, () => gitAt(${JSON.stringify(KIT)}).revparse(["HEAD"])));
+console.log("ok");`;
+    const { code, stdout, stderr } = await spawnProcess(process.execPath, ["--import", TSX, "--input-type=module", "-e", script], { cwd: KIT });
+    assert.equal(code, 0, stderr);
+    assert.equal(stdout.trim(), "ok");
+    assert.doesNotMatch(stderr, /MaxListenersExceededWarning/);
+  });
+
+  test("bench --help 不引用仓库里没有的设计文档", async () => {
+    const { code, stdout } = await runScript("bench", ["--help"]);
+    assert.equal(code, 0);
+    assert.doesNotMatch(stdout, /DESIGN/);
   });
 });
