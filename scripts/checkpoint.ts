@@ -26,7 +26,5 @@ await runCommand(async () => {
     console.log(JSON.stringify({ ...meta, branch: history.branch, commits }, null, 2));
     return;
   }
-  const [title = "", ...rest] = renderCard(chapter, history);
-  print(paint("bold", title));
-  for (const line of rest) print(line);
+  print(...renderCard(chapter, history, paint));
 });

@@ -179,6 +179,19 @@ describe("watch 的一屏", () => {
   });
 });
 
+test("checkpoint：课文里的行内代码不原样印出反引号；终端里像 status、verify 一样上色", { timeout: 30_000 }, async () => {
+  const piped = await runScript("checkpoint", ["12"]);
+  assert.equal(piped.code, 0, piped.stderr);
+  assert.match(piped.stdout, /（\/name 参数 在本地展开）/);
+  assert.doesNotMatch(piped.stdout, /`/);
+  assert.doesNotMatch(piped.stdout, /\u001b\[/);
+  const colored = await runScript("checkpoint", ["12"], { env: { NO_COLOR: undefined, FORCE_COLOR: "1" } });
+  assert.match(colored.stdout, /^\u001b\[1m第 12 章/);
+  assert.match(colored.stdout, /\u001b\[36m\/name 参数\u001b\[39m/);
+  assert.match(colored.stdout, /\u001b\[36mnpm run practice -- 12\u001b\[39m/);
+  assert.equal(stripVTControlCharacters(colored.stdout), piped.stdout);
+});
+
 describe("小处", () => {
   test("许多 git 命令共用一个中止信号（practice --continue 的样子）：不打出 MaxListenersExceededWarning", { timeout: 30_000 }, async () => {
     const script = `import { gitAt } from ${JSON.stringify(`${KIT}/scripts/engine/git.ts`)};

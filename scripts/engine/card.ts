@@ -1,7 +1,10 @@
 import { HINT_LEVELS, HINT_LEVEL_NAMES, type Chapter, type FirstRed, type TestRun } from "./chapters.js";
 import { practiceStart, shortHash, type CourseHistory } from "./history.js";
 import { COURSE_BRANCH, COURSE_PACKAGE } from "./paths.js";
+import { inlineMarkdown, type Painter } from "./screen.js";
 import { displayWidth } from "./terminal.js";
+
+const noPaint: Painter = (_style, text) => text;
 
 /** 补空格到 width 列（按显示宽度，中文两列）。 */
 function padTo(text: string, width: number): string {
@@ -65,13 +68,16 @@ function inPackage(files: readonly string[]): string {
  * checkpoint 命令打印的章节卡片（纯文本，一行一项）。要在一屏（约 40 行）里放下：
  * 每个实践一行（计数与测试名模式），完整的命令只写一次；第一次红灯只列几条代表。
  */
-export function renderCard(chapter: Chapter, history: CourseHistory): string[] {
+export function renderCard(chapter: Chapter, history: CourseHistory, paint: Painter = noPaint): string[] {
+  const md = (text: string) => inlineMarkdown(text, paint);
+  const heading = (text: string) => paint("bold", text);
+  const command = (text: string) => paint("cyan", text);
   const commits = history.chapters[chapter.id];
   const parent = commits?.parent ?? "";
   const target = commits?.target ?? "";
   const lines = [
-    `第 ${chapter.id} 章 · ${chapter.title}（${chapter.slug}）`,
-    chapter.summary,
+    heading(`第 ${chapter.id} 章 · ${md(chapter.title)}（${chapter.slug}）`),
+    md(chapter.summary),
     "",
     `预计：${chapter.minutes} 分钟    难度：${chapter.difficulty}    模式：${chapter.mode}    前置：${chapter.prerequisites.join("、") || "无"}`,
     `教学文件（${COURSE_PACKAGE}/ 下）：${inPackage(chapter.teachingFiles)}`,
@@ -80,27 +86,28 @@ export function renderCard(chapter: Chapter, history: CourseHistory): string[] {
   if (newArtifacts.length > 0) lines.push(`其他产物：${inPackage(newArtifacts)}`);
   lines.push(
     `聚焦测试：${chapter.focusedTest.path}（${chapter.focusedTest.count} 项）`,
-    `课程分支 ${COURSE_BRANCH}：起点 ${parent}    目标 ${target}`,
+    `课程分支 ${COURSE_BRANCH}：起点 ${paint("dim", parent)}    目标 ${paint("dim", target)}`,
   );
   const steps = Object.entries(commits?.steps ?? {});
   if (steps.length > 0) lines.push(`  ${steps.map(([id, hash]) => `步骤 ${id} ${hash}`).join("    ")}`);
-  lines.push("", "第一次红灯：", ...briefFirstRed(chapter.firstRed).map((line) => `  ${line}`));
-  lines.push("每个实践的命令（<模式> 见各行）：", `  ${BUILD_COMMAND} && ${runCommand(chapter, { pattern: "<模式>" })}`);
+  const red = briefFirstRed(chapter.firstRed).map((line) => `  ${md(line).replace(/^(\s*)✗/, (_, space: string) => `${space}${paint("red", "✗")}`)}`);
+  lines.push("", heading("第一次红灯："), ...red);
+  lines.push(heading("每个实践的命令（<模式> 见各行）："), `  ${command(`${BUILD_COMMAND} && ${runCommand(chapter, { pattern: "<模式>" })}`)}`);
   const titleWidth = Math.max(...chapter.labs.map((lab) => displayWidth(`实践 ${lab.id} · ${lab.title}`)));
   for (const lab of chapter.labs) {
     const runs = lab.runs.map((run) => `${run.pattern === undefined ? "整个文件" : `"${run.pattern}"`} → ${expectation(run)}`).join("，然后 ");
-    lines.push(`  ${padTo(`实践 ${lab.id} · ${lab.title}`, titleWidth)}  ${runs}`);
+    lines.push(`  ${padTo(`实践 ${lab.id} · ${lab.title}`, titleWidth)}  ${paint("cyan", runs)}`);
     const stop = chapter.stops.find((candidate) => candidate.after === lab.id);
-    if (stop) lines.push(`    ── 停靠点：${stop.note}`);
+    if (stop) lines.push(paint("dim", `    ── 停靠点：${md(stop.note)}`));
   }
   lines.push(
-    `故障实验：${chapter.fault.title}（应让「${chapter.fault.test}」失败）`,
+    `${heading("故障实验：")}${md(chapter.fault.title)}（应让「${chapter.fault.test}」失败）`,
     "",
-    "查看本章的改动：",
-    `  git diff ${shortHash(parent)} ${shortHash(target)} -- ${COURSE_PACKAGE}`,
-    `  git worktree add ../pi-course-${chapter.id} ${shortHash(target)}    （做完本章再看答案）`,
-    "创建练习目录：",
-    `  npm run practice -- ${chapter.id}`,
+    heading("查看本章的改动："),
+    `  ${command(`git diff ${shortHash(parent)} ${shortHash(target)} -- ${COURSE_PACKAGE}`)}`,
+    `  ${command(`git worktree add ../pi-course-${chapter.id} ${shortHash(target)}`)}    ${paint("yellow", "（做完本章再看答案）")}`,
+    heading("创建练习目录："),
+    `  ${command(`npm run practice -- ${chapter.id}`)}`,
   );
   return lines;
 }
