@@ -9,6 +9,7 @@ import { labPrediction } from "./engine/lesson.js";
 import { withPracticeLock } from "./engine/practice-lock.js";
 import { LESSONS_DIR } from "./engine/paths.js";
 import { hintsShown, recordHint, updateProgress } from "./engine/progress.js";
+import { inlineMarkdown } from "./engine/screen.js";
 import { checkPractice } from "./engine/verify.js";
 
 const HELP = `用法：npm run hint -- <章节> [实践] [--level N] [--dir 目录]
@@ -66,7 +67,7 @@ await runCommand(async () => {
   const prediction = labPrediction(chapter, lab.id);
   if (prediction) {
     print("");
-    print(`${paint("yellow", `先预测（课文「实践 ${lab.id}」一节）：`)}${prediction}`);
+    print(`${paint("yellow", `先预测（课文「实践 ${lab.id}」一节）：`)}${inlineMarkdown(prediction, paint)}`);
     print(paint("dim", "  写下答案再运行；提示帮你写代码，预测帮你读懂结果。"));
   }
   print("");
