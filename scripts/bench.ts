@@ -34,7 +34,7 @@ const TS59 = path.join(KIT_ROOT, "node_modules", "typescript-5.9", "bin", "tsc")
 
 const HELP = `用法：npm run bench [-- --runs N] [--full] [--chapter 章节] [--out 文件]
 
-测量课程套件的性能目标（DESIGN.md §7），每项取多次运行的中位数：
+测量课程套件的性能目标（下面每一行就是一个目标），每项取多次运行的中位数：
   学习循环：练习目录里原样运行课文的命令（npm run build -w @pi/course && node --test 聚焦测试）≤ 1 s，
     并且比同一个循环换成 TypeScript 5.9 快 ≥ 4 倍（同一次运行里交替测量，并列出编译与测试各占多少）
   watch：保存故障实验的改动 → 屏幕上出现当前实践与第一处偏差，第 03 章 ≤ 0.35 s、第 08 章 ≤ 0.6 s
@@ -47,7 +47,7 @@ const HELP = `用法：npm run bench [-- --runs N] [--full] [--chapter 章节] [
 
   --runs N        每项测几次（默认 ${DEFAULT_RUNS}，1–50）
   --full          也测完整的 npm test
-  --chapter 章节  学习循环、watch 与 verify 用哪一章（默认第 08 章：DESIGN.md 的目标是对它定的）
+  --chapter 章节  学习循环、watch 与 verify 用哪一章（默认第 08 章：上面的目标是对它定的）
   --out 文件      JSON 历史写到哪里（默认 .bench/results.json）
   --help          显示本说明`;
 

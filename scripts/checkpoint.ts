@@ -1,6 +1,6 @@
 
 import { renderCard } from "./engine/card.js";
-import { paint, runCommand, parseCommandLine } from "./engine/cli.js";
+import { paint, print, runCommand, parseCommandLine } from "./engine/cli.js";
 import { openChapter } from "./engine/course.js";
 import { usageError } from "./engine/errors.js";
 
@@ -26,7 +26,5 @@ await runCommand(async () => {
     console.log(JSON.stringify({ ...meta, branch: history.branch, commits }, null, 2));
     return;
   }
-  const [title = "", ...rest] = renderCard(chapter, history);
-  console.log(paint("bold", title));
-  for (const line of rest) console.log(line);
+  print(...renderCard(chapter, history, paint));
 });

@@ -1,6 +1,6 @@
 
 import { findChapter, loadChapters, type Chapter, type Lab } from "./engine/chapters.js";
-import { paint, runCommand, parseCommandLine, warn } from "./engine/cli.js";
+import { paint, print, runCommand, parseCommandLine, warn } from "./engine/cli.js";
 import { openPracticeSession, openProgress, type CommandProgress } from "./engine/course.js";
 import { usageError } from "./engine/errors.js";
 import { findLab, LADDER_HEIGHT, levelName, nextHint } from "./engine/hints.js";
@@ -9,6 +9,7 @@ import { labPrediction } from "./engine/lesson.js";
 import { withPracticeLock } from "./engine/practice-lock.js";
 import { LESSONS_DIR } from "./engine/paths.js";
 import { hintsShown, recordHint, updateProgress } from "./engine/progress.js";
+import { inlineMarkdown } from "./engine/screen.js";
 import { checkPractice } from "./engine/verify.js";
 
 const HELP = `用法：npm run hint -- <章节> [实践] [--level N] [--dir 目录]
@@ -44,10 +45,10 @@ await runCommand(async () => {
   } else {
     const picked = await failingLab(chapter, chapters, loaded, values.dir);
     if (!picked) {
-      console.log(paint("green", `第 ${chapter.id} 章的聚焦测试已经全部通过，不需要提示。`));
-      console.log(`想回看某个实践的提示：npm run hint -- ${chapter.id} ${chapter.labs[0]?.id ?? ""} --level 1`);
-      if (loaded.progress.verified[chapter.id]) console.log(`本章已经点亮；npm run status 查看下一章。`);
-      else console.log(`记下进度：npm run verify -- ${chapter.id}`);
+      print(paint("green", `第 ${chapter.id} 章的聚焦测试已经全部通过，不需要提示。`));
+      print(`想回看某个实践的提示：npm run hint -- ${chapter.id} ${chapter.labs[0]?.id ?? ""} --level 1`);
+      if (loaded.progress.verified[chapter.id]) print(`本章已经点亮；npm run status 查看下一章。`);
+      else print(`记下进度：npm run verify -- ${chapter.id}`);
       return;
     }
     ({ lab, reason } = picked);
@@ -61,31 +62,31 @@ await runCommand(async () => {
   }
   const seen = Math.max(shown, step.level);
 
-  console.log(paint("bold", `第 ${chapter.id} 章 · 实践 ${lab.id} · ${lab.title}`));
-  if (reason) console.log(paint("dim", reason));
+  print(paint("bold", `第 ${chapter.id} 章 · 实践 ${lab.id} · ${lab.title}`));
+  if (reason) print(paint("dim", reason));
   const prediction = labPrediction(chapter, lab.id);
   if (prediction) {
-    console.log("");
-    console.log(`${paint("yellow", `先预测（课文「实践 ${lab.id}」一节）：`)}${prediction}`);
-    console.log(paint("dim", "  写下答案再运行；提示帮你写代码，预测帮你读懂结果。"));
+    print("");
+    print(`${paint("yellow", `先预测（课文「实践 ${lab.id}」一节）：`)}${inlineMarkdown(prediction, paint)}`);
+    print(paint("dim", "  写下答案再运行；提示帮你写代码，预测帮你读懂结果。"));
   }
-  console.log("");
-  console.log(paint("cyan", `提示 ${step.level}/${LADDER_HEIGHT} · ${step.name}`));
-  for (const line of step.text.split("\n")) console.log(line === "" ? "" : `  ${line}`);
-  console.log("");
+  print("");
+  print(paint("cyan", `提示 ${step.level}/${LADDER_HEIGHT} · ${step.name}`));
+  for (const line of step.text.split("\n")) print(line === "" ? "" : `  ${line}`);
+  print("");
   const ladder = Array.from({ length: LADDER_HEIGHT }, (_, index) => {
     const level = index + 1;
     const name = `${level} ${levelName(level)}`;
     if (level === step.level) return paint("cyan", `● ${name}`);
     return level <= seen ? paint("green", `✓ ${name}`) : paint("dim", `○ ${name}`);
   });
-  console.log(`梯子：${ladder.join(" → ")}`);
+  print(`梯子：${ladder.join(" → ")}`);
   if (step.top) {
-    console.log(`这是最后一级。写完后运行 npm run verify -- ${chapter.id}`);
+    print(`这是最后一级。写完后运行 npm run verify -- ${chapter.id}`);
   } else if (seen > step.level) {
-    console.log(`这是回看；你已经看到第 ${seen} 级（${levelName(seen)}）。`);
+    print(`这是回看；你已经看到第 ${seen} 级（${levelName(seen)}）。`);
   } else {
-    console.log(`还卡着？下一级：npm run hint -- ${chapter.id} ${lab.id}（${levelName(step.level + 1)}）。先试试这一级够不够。`);
+    print(`还卡着？下一级：npm run hint -- ${chapter.id} ${lab.id}（${levelName(step.level + 1)}）。先试试这一级够不够。`);
   }
 });
 

@@ -9,6 +9,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 import { compileKit, freshCompiledKit } from "./kit-cache.mjs";
+import { startProgress } from "./progress-line.mjs";
 
 const kitRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const [command = "", ...args] = process.argv.slice(2);
@@ -29,9 +30,13 @@ if (!compiled) {
 await import(pathToFileURL(script).href);
 
 async function compileQuietly() {
+  // 要好几秒：在终端里先说一句，免得人以为命令卡住了
+  const done = startProgress("正在编译套件脚本（npm ci 或改过套件之后只有第一次）");
   try {
     return await compileKit(kitRoot);
   } catch {
     return undefined;
+  } finally {
+    done();
   }
 }

@@ -3,14 +3,14 @@ import * as util from "node:util";
 
 import { BUILD_COMMAND, runCommand as focusedRun } from "./engine/card.js";
 import type { Chapter } from "./engine/chapters.js";
-import { chapterAndDir, paint, runCommand, userCwd, parseCommandLine, warn } from "./engine/cli.js";
+import { chapterAndDir, paint, print, runCommand, userCwd, parseCommandLine, warn } from "./engine/cli.js";
 import { conflictReport, deviationSummary, planContinue, previousChapter, readLearnerTree, type ContinuePlan } from "./engine/continue.js";
 import { openChapter, openProgress } from "./engine/course.js";
 import { CourseError, usageError } from "./engine/errors.js";
 import type { CourseHistory } from "./engine/history.js";
 import { KIT_ROOT } from "./engine/paths.js";
 import { checkDestination, createPractice, defaultPracticeDir, interruptible, openPracticeDir, readPracticeMarker } from "./engine/practice.js";
-import { describeFirstRed } from "./engine/card.js";
+import { briefFirstRed } from "./engine/card.js";
 import { shortHash } from "./engine/history.js";
 import { progressPath, updateProgress, type Progress } from "./engine/progress.js";
 
@@ -74,19 +74,15 @@ await runCommand(async () => {
   if (plan) {
     printContinued(chapter, dir, plan, history);
   } else {
-    console.log(paint("green", `已创建第 ${chapter.id} 章练习目录：${dir}`));
-    console.log(`取自提交 ${shortHash(start)}（${chapter.mode === "观察" ? "目标，观察章" : "起点"}）。先读 LEARNING.md，再运行：`);
+    print(paint("green", `已创建第 ${chapter.id} 章练习目录：${dir}`));
+    print(`取自提交 ${shortHash(start)}（${chapter.mode === "观察" ? "目标，观察章" : "起点"}）。`);
   }
-  console.log("");
-  console.log(`  cd ${dir}`);
-  console.log(`  ${BUILD_COMMAND} && ${focusedRun(chapter, {})}`);
-  console.log("");
-  console.log("第一次运行应当看到：");
-  for (const line of describeFirstRed(chapter.firstRed)) console.log(`  ${line}`);
-  console.log("");
+  // 一屏放得下：红灯只列代表（完整清单在 LEARNING.md），要敲的命令放在最后，不会被挤出屏幕
+  print("", "第一次运行应当看到：", ...briefFirstRed(chapter.firstRed).map((line) => `  ${line}`), "");
   // 练习目录里的 npm run verify / hint / watch 经 packages/pi-course/kit.mjs 转交给套件，章节与目录由标记补上
-  console.log(`下面三个命令在课程套件根目录 ${KIT_ROOT} 运行（或在练习目录里直接 npm run verify）：`);
-  console.log(`  边写边看：npm run watch -- ${chapter.id}    卡住时：npm run hint -- ${chapter.id}    做完后：npm run verify -- ${chapter.id}`);
+  print(`下面三个命令在课程套件根目录 ${KIT_ROOT} 运行（或在练习目录里直接 npm run verify）：`);
+  print(`  边写边看：npm run watch -- ${chapter.id}    卡住时：npm run hint -- ${chapter.id}    做完后：npm run verify -- ${chapter.id}`);
+  print("", "先读 LEARNING.md，再运行：", `  cd ${dir}`, `  ${BUILD_COMMAND} && ${focusedRun(chapter, {})}`);
 });
 
 /**
@@ -197,17 +193,16 @@ function resolveProjectFile(input: string, files: readonly string[], option: str
 function printContinued(chapter: Chapter, dir: string, plan: ContinuePlan, history: CourseHistory): void {
   const { origin } = plan;
   const names = (files: readonly string[]) => files.map((file) => path.posix.basename(file)).join("、");
-  console.log(paint("green", `已接着你第 ${origin.chapter} 章的代码创建第 ${chapter.id} 章练习目录：${dir}`));
-  console.log(`来自 ${origin.from}（你自己的代码，自第 ${origin.ownSince} 章起）。`);
-  if (origin.own.length > 0) console.log(`  原样带来你的：${names(origin.own)}`);
-  if (origin.merged.length > 0) console.log(`  本章的改动织进了你的：${names(origin.merged)}（三方合并，干净）`);
-  if (origin.mine.length > 0) console.log(`  保留你的版本、本章的改动要你自己写：${names(origin.mine)}`);
-  if (origin.course.length > 0) console.log(`  换成了课程的版本：${names(origin.course)}`);
+  print(paint("green", `已接着你第 ${origin.chapter} 章的代码创建第 ${chapter.id} 章练习目录：${dir}`));
+  print(`来自 ${origin.from}（你自己的代码，自第 ${origin.ownSince} 章起）。`);
+  if (origin.own.length > 0) print(`  原样带来你的：${names(origin.own)}`);
+  if (origin.merged.length > 0) print(`  本章的改动织进了你的：${names(origin.merged)}（三方合并，干净）`);
+  if (origin.mine.length > 0) print(`  保留你的版本、本章的改动要你自己写：${names(origin.mine)}`);
+  if (origin.course.length > 0) print(`  换成了课程的版本：${names(origin.course)}`);
   const fresh = chapter.teachingFiles.filter((file) => plan.files.has(file) && !isOwnedList(origin, file));
-  console.log(`  本章新加：${names([chapter.focusedTest.path, ...fresh])}${fresh.length > 0 ? "（从课程目标切出的脚手架）" : ""}`);
+  print(`  本章新加：${names([chapter.focusedTest.path, ...fresh])}${fresh.length > 0 ? "（从课程目标切出的脚手架）" : ""}`);
   const target = history.chapters[chapter.id]?.target;
-  if (target) console.log(paint("dim", `  课程的目标是 ${shortHash(target)}；status 会把这一章记作“你自己的代码”。`));
-  console.log("先读 LEARNING.md，再运行：");
+  if (target) print(paint("dim", `  课程的目标是 ${shortHash(target)}；status 会把这一章记作“你自己的代码”。`));
 }
 
 function isOwnedList(origin: ContinuePlan["origin"], file: string): boolean {

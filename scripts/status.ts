@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 
 import { loadChapters } from "./engine/chapters.js";
-import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
+import { paint, print, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
 import { openProgress } from "./engine/course.js";
 import { usageError } from "./engine/errors.js";
 import { ensureHistory } from "./engine/history.js";
@@ -19,7 +19,8 @@ const HELP = `用法：npm start，或 npm run status [-- --json]
 点亮的每一章注明是“接着自己的代码”（practice --continue，自第几章起）还是“从课程起点开始”做完的。
 地图只读进度文件，从不修改它（文件损坏时只提醒一句、按空白进度显示，文件原样保留）；
 只有 npm run verify 看到全部通过时才会点亮一章。
-下一章：点亮的最高一章之后第一章没点亮的；后面都亮了就回头找第一章没点亮的。
+有练习目录、还没 verify 通过的章节标为“进行中”（◐）。
+下一章：点亮的最高一章之后第一章没点亮的；后面都亮了就“回头补”：先找进行中的，再找第一章没点亮的。
 
 进度文件默认在 \${XDG_STATE_HOME:-~/.local/state}/pi-course/progress.json
 （Windows：%LOCALAPPDATA%\\pi-course\\progress.json），可用环境变量 PI_COURSE_PROGRESS 改到别处。
@@ -44,7 +45,7 @@ await runCommand(async () => {
   const totalHints = Object.keys(progress.hints).reduce((sum, id) => sum + hintCount(progress, id), 0);
 
   if (values.json) {
-    console.log(
+    print(
       JSON.stringify(
         {
           progressFile: file,
@@ -65,43 +66,46 @@ await runCommand(async () => {
     return;
   }
 
-  console.log(paint("bold", "build-your-own-pi · 学习地图") + `    已点亮 ${map.lit}/${map.open} 章（规划 ${map.planned} 章）`);
+  print(paint("bold", "build-your-own-pi · 学习地图") + `    已点亮 ${map.lit}/${map.open} 章（规划 ${map.planned} 章）`);
   for (const part of map.parts) {
-    console.log("");
+    print("");
     const open = part.entries.some((entry) => entry.state !== "planned");
-    console.log(open ? paint("bold", part.title) : paint("dim", part.title));
-    for (const entry of part.entries) console.log(`  ${entryLine(entry, entry.id === next?.id)}`);
+    print(open ? paint("bold", part.title) : paint("dim", part.title));
+    for (const entry of part.entries) print(`  ${entryLine(entry, entry.id === next?.id ? (map.behind ? "← 回头补" : "← 下一章") : undefined)}`);
   }
-  console.log("");
+  print("");
   if (next && nextDir) {
-    console.log(paint("bold", `下一章：第 ${next.id} 章 · ${next.title}`) + `（${next.mode}，约 ${next.minutes} 分钟）`);
-    console.log(`  ${next.summary}`);
+    print(paint("bold", `${map.behind ? "回头补" : "下一章"}：第 ${next.id} 章 · ${next.title}`) + `（${next.mode}，约 ${next.minutes} 分钟）`);
+    print(`  ${next.summary}`);
     if (existsSync(nextDir)) {
-      console.log(`  练习目录：${nextDir}`);
-      console.log(`  做完后运行：${paint("cyan", `npm run verify -- ${next.id}`)}    卡住时：${paint("cyan", `npm run hint -- ${next.id}`)}`);
-      console.log(`  边写边看：${paint("cyan", `npm run watch -- ${next.id}`)}`);
+      print(`  练习目录：${nextDir}`);
+      print(`  做完后运行：${paint("cyan", `npm run verify -- ${next.id}`)}    卡住时：${paint("cyan", `npm run hint -- ${next.id}`)}`);
+      print(`  边写边看：${paint("cyan", `npm run watch -- ${next.id}`)}`);
     } else {
-      console.log(`  还没有练习目录：${paint("cyan", `npm run practice -- ${next.id}`)}（会创建 ${path.relative(userCwd(), nextDir) || nextDir}）`);
+      print(`  还没有练习目录：${paint("cyan", `npm run practice -- ${next.id}`)}（会创建 ${path.relative(userCwd(), nextDir) || nextDir}）`);
       const previous = chapters[chapters.findIndex((chapter) => chapter.id === next.id) - 1];
       if (previous && progress.verified[previous.id]) {
-        console.log(`  或者接着你第 ${previous.id} 章自己的代码做：${paint("cyan", `npm run practice -- ${next.id} --continue`)}`);
+        print(`  或者接着你第 ${previous.id} 章自己的代码做：${paint("cyan", `npm run practice -- ${next.id} --continue`)}`);
       }
     }
   } else if (map.open > 0) {
-    console.log(paint("green", `已开放的 ${map.open} 章全部点亮。后面的章节还在写，敬请期待。`));
+    print(paint("green", `已开放的 ${map.open} 章全部点亮。后面的章节还在写，敬请期待。`));
   }
-  console.log(paint("dim", `提示：共展开 ${totalHints} 级 · 进度文件：${file}`));
+  print(paint("dim", `提示：共展开 ${totalHints} 级 · 进度文件：${file}`));
 });
 
-function entryLine(entry: MapEntry, isNext: boolean): string {
+function entryLine(entry: MapEntry, nextMark: string | undefined): string {
+  const marker = nextMark ? paint("cyan", nextMark) + "  " : "";
   const hints = entry.hints > 0 ? paint("dim", `提示 ${entry.hints} 级`) : "";
   switch (entry.state) {
     case "lit":
       return `${paint("green", "●")} ${entry.id} ${pad(entry.title, 46)}${paint("green", `已点亮 ${day(entry.verifiedAt)}`)} ${basisLabel(entry)}  ${hints}`.trimEnd();
     case "lit-old":
       return `${paint("green", "●")} ${entry.id} ${pad(entry.title, 46)}${paint("yellow", "已点亮（课程已更新，可重新 verify）")} ${basisLabel(entry)} ${hints}`.trimEnd();
+    case "started":
+      return `${paint("yellow", "◐")} ${entry.id} ${pad(entry.title, 46)}${paint("yellow", "进行中")}  ${marker}${hints}`.trimEnd();
     case "open":
-      return `○ ${entry.id} ${pad(entry.title, 46)}${isNext ? paint("cyan", "← 下一章") + "  " : ""}${hints}`.trimEnd();
+      return `○ ${entry.id} ${pad(entry.title, 46)}${marker}${hints}`.trimEnd();
     case "planned":
       return paint("dim", `· ${entry.id} ${pad(entry.title, 46)}未开放`);
   }

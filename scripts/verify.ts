@@ -1,5 +1,5 @@
 
-import { chapterAndDir, paint, runCommand, parseCommandLine, warn } from "./engine/cli.js";
+import { chapterAndDir, paint, print, runCommand, parseCommandLine, warn } from "./engine/cli.js";
 import { openChapter, openPracticeSession } from "./engine/course.js";
 import { CourseError } from "./engine/errors.js";
 import { practiceStart, shortHash } from "./engine/history.js";
@@ -75,48 +75,48 @@ await runCommand(async () => {
     return;
   }
 
-  console.log(paint("bold", `第 ${chapter.id} 章 · ${chapter.title}`) + paint("dim", `  验证 ${dir}`));
+  print(paint("bold", `第 ${chapter.id} 章 · ${chapter.title}`) + paint("dim", `  验证 ${dir}`));
   if (marker.origin) {
-    console.log(paint("dim", `接着你自己的代码做的（自第 ${marker.origin.ownSince} 章起，上一章的目录是 ${marker.origin.from}）；检查与从课程起点开始的目录完全相同。`));
+    print(paint("dim", `接着你自己的代码做的（自第 ${marker.origin.ownSince} 章起，上一章的目录是 ${marker.origin.from}）；检查与从课程起点开始的目录完全相同。`));
   }
   if (marker.start !== practiceStart(chapter, history)) {
-    console.log(
+    print(
       paint("yellow", `这个练习目录取自旧版本的课程（${shortHash(marker.start)}）；课程已更新，起点现在是 ${shortHash(practiceStart(chapter, history))}。`),
     );
   }
-  console.log("");
-  for (const line of checkLines(check, color)) console.log(line);
-  console.log(paint("dim", `用时：编译 ${seconds(check.buildMs)} · 测试 ${seconds(check.testMs)}`));
+  print("");
+  for (const line of checkLines(check, color)) print(line);
+  print(paint("dim", `用时：编译 ${seconds(check.buildMs)} · 测试 ${seconds(check.testMs)}`));
 
   if (check.passed) {
     const next = nextChapter(chapters, progress);
     const tests = check.earlier.length > 0 ? `${check.focused.length} 项聚焦测试和更早章节的测试` : `${check.focused.length} 项聚焦测试`;
-    console.log("");
-    console.log(paint("green", `✓ 第 ${chapter.id} 章已点亮：编译干净，${tests}全部通过。`));
-    console.log("别忘了本章的故障实验和验收问题（见练习目录的 LEARNING.md）。");
+    print("");
+    print(paint("green", `✓ 第 ${chapter.id} 章已点亮：编译干净，${tests}全部通过。`));
+    print("别忘了本章的故障实验和验收问题（见练习目录的 LEARNING.md）。");
     if (next) {
-      console.log(`下一章：第 ${next.id} 章 · ${next.title} → ${paint("cyan", `npm run practice -- ${next.id}`)}`);
+      print(`下一章：第 ${next.id} 章 · ${next.title} → ${paint("cyan", `npm run practice -- ${next.id}`)}`);
       if (isNextInLine(chapters, chapter, next)) {
-        console.log(`  想接着你自己的代码做：${paint("cyan", `npm run practice -- ${next.id} --continue`)}（何时接续、何时从头开始见 LEARNING.md）`);
+        print(`  想接着你自己的代码做：${paint("cyan", `npm run practice -- ${next.id} --continue`)}（何时接续、何时从头开始见 LEARNING.md）`);
       }
     }
-    else console.log("已开放的章节全部点亮。npm run status 查看整张地图。");
+    else print("已开放的章节全部点亮。npm run status 查看整张地图。");
     return;
   }
 
-  console.log("");
+  print("");
   if (check.deviation) {
-    console.log(paint("bold", "第一处偏差："));
-    for (const line of deviationLines(check.deviation, { kitRoot: KIT_ROOT, dir }, color)) console.log(`  ${line}`);
+    print(paint("bold", "第一处偏差："));
+    for (const line of deviationLines(check.deviation, { kitRoot: KIT_ROOT, dir }, color)) print(`  ${line}`);
   }
   const failing = currentLab(check.labs);
   if (failing) {
-    console.log("");
-    console.log(hintLine(chapter, failing.lab, hintsShown(session.progress, chapter.id, failing.lab.id), color));
+    print("");
+    print(hintLine(chapter, failing.lab, hintsShown(session.progress, chapter.id, failing.lab.id), color));
   }
   if (earlierPass) {
-    console.log("");
-    console.log(
+    print("");
+    print(
       paint("yellow", `第 ${chapter.id} 章仍然保持点亮：那是 ${earlierPass.verifiedAt.slice(0, 10)} 那次通过记下的，这次没通过不会抹掉它；修好后再 verify 一次即可。`),
     );
   }

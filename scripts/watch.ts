@@ -13,7 +13,9 @@ import { readPracticeMarker } from "./engine/practice.js";
 import { alreadyAtStart, resetFile, resetQuestion, startContent } from "./engine/reset.js";
 import { withPracticeLock } from "./engine/practice-lock.js";
 import { hintsShown, inspectProgress, recordHint, updateProgress } from "./engine/progress.js";
-import { buildLine, deviationLines, hintLine, labLines, seconds, watchFooter, type Painter } from "./engine/screen.js";
+import { buildLine, deviationLines, fitWatchScreen, hintLine, inlineMarkdown, seconds, watchFooter, type Painter } from "./engine/screen.js";
+import { terminalColumns } from "./engine/terminal.js";
+import { startProgress } from "./progress-line.mjs";
 import { checkPractice, type PracticeCheck, type RunFileOptions } from "./engine/verify.js";
 import { LiveBuild, type Compiled } from "./engine/live-build.js";
 import { WarmTests } from "./engine/warm-tests.js";
@@ -83,6 +85,7 @@ class Session {
   private resetLines: string[] = [];
   private stopped = false;
   private lastMs = 0;
+  private starting: () => void = () => {};
   /** 是否在读键盘（只在终端里）；决定页脚要不要列出按键。 */
   private keys = false;
   private finish: () => void = () => {};
@@ -116,6 +119,8 @@ class Session {
         this.live?.toCold(reason);
       },
     });
+    // 第一屏要等编译器起来、第一次编译和测试跑完（几秒）：终端里先说一句，第一屏画出时擦掉
+    this.starting = startProgress(`watch：正在编译 ${this.dir} 并运行第 ${this.chapter.id} 章的聚焦测试`);
     this.live = await LiveBuild.start(
       this.dir,
       { cold: this.watcher.mode === "poll" },
@@ -190,53 +195,62 @@ class Session {
   }
 
   private render(ms: number): void {
+    this.starting();
     this.lastMs = ms;
-    const out: string[] = [];
     const { chapter } = this;
-    out.push(paint("bold", `第 ${chapter.id} 章 · ${chapter.title}`) + paint("dim", "  · watch"));
-    out.push(paint("dim", `练习目录：${this.dir}`));
-    out.push("");
+    const inspected = inspectProgress(this.progressFile); // 只读：每次重跑都看一眼，另一个终端里的 hint、verify 也算数
+    const progress = inspected.state === "ok" ? inspected.progress : undefined;
+    const top = [paint("bold", `第 ${chapter.id} 章 · ${chapter.title}`) + paint("dim", "  · watch"), paint("dim", `练习目录：${this.dir}`)];
+    const body: string[] = [];
     const check = this.last;
+    let labs: PracticeCheck["labs"] = [];
     if (check) {
-      out.push(buildLine(check, color), ...labLines(check.labs, color), "");
+      const lit = this.chapters.filter((other) => progress?.verified[other.id] !== undefined).length;
+      const done = check.labs.filter((result) => result.ok).length;
+      top.push(paint("dim", `进度：本章实践 ${done}/${check.labs.length} 通过 · 已点亮 ${lit}/${this.chapters.length} 章`), "", buildLine(check, color));
+      labs = check.labs;
+      body.push("");
       const failing = currentLab(check.labs);
       if (check.passed || (!failing && !check.deviation)) {
-        out.push(paint("green", `✓ 聚焦测试全部通过（${check.focused.length}/${chapter.focusedTest.count}）。`));
-        out.push(`下一步：${paint("cyan", `npm run verify -- ${chapter.id}`)} 连同更早章节一起验证，并点亮本章。`);
-        if (this.shownHint.length > 0) out.push("", ...this.shownHint);
+        body.push(paint("green", `✓ 聚焦测试全部通过（${check.focused.length}/${chapter.focusedTest.count}）。`));
+        body.push(`下一步：${paint("cyan", `npm run verify -- ${chapter.id}`)} 连同更早章节一起验证，并点亮本章。`);
+        if (this.shownHint.length > 0) body.push("", ...this.shownHint);
       } else {
         if (failing) {
-          out.push(paint("bold", `当前实践：${failing.lab.id} · ${failing.lab.title}`));
-          out.push(paint("dim", `  目标：${failing.lab.goal}`));
-          const prediction = labPrediction(chapter, failing.lab.id);
-          if (prediction) out.push(paint("dim", `  先预测（课文「实践 ${failing.lab.id}」一节）：${prediction}`));
+          body.push(paint("bold", `当前实践：${failing.lab.id} · ${failing.lab.title}`));
+          body.push(`  目标：${inlineMarkdown(failing.lab.goal, color)}`);
         }
         if (check.deviation) {
-          out.push(paint("bold", "第一处偏差："));
-          for (const line of deviationLines(check.deviation, { kitRoot: KIT_ROOT, dir: this.dir }, color)) out.push(`  ${line}`);
+          body.push(paint("bold", "第一处偏差："));
+          for (const line of deviationLines(check.deviation, { kitRoot: KIT_ROOT, dir: this.dir }, color)) body.push(`  ${line}`);
         }
         if (failing) {
-          out.push("");
-          const inspected = inspectProgress(this.progressFile); // 只读：每次重跑都看一眼，另一个终端里的 hint 也算数
-          const shown = inspected.state === "ok" ? hintsShown(inspected.progress, chapter.id, failing.lab.id) : 0;
-          out.push(hintLine(chapter, failing.lab, shown, color) + (this.keys ? paint("dim", "（或按 h）") : ""));
+          const shown = progress ? hintsShown(progress, chapter.id, failing.lab.id) : 0;
+          body.push("", hintLine(chapter, failing.lab, shown, color, this.keys ? "h" : undefined));
+          const prediction = labPrediction(chapter, failing.lab.id);
+          if (prediction) body.push(paint("dim", `  先预测（课文「实践 ${failing.lab.id}」一节）：${inlineMarkdown(prediction, color)}`));
         }
-        if (this.shownHint.length > 0) out.push("", ...this.shownHint);
+        if (this.shownHint.length > 0) body.push("", ...this.shownHint);
       }
     }
-    if (this.resetLines.length > 0) out.push("", ...this.resetLines);
-    if (this.notice) out.push("", paint("yellow", this.notice));
+    if (this.resetLines.length > 0) body.push("", ...this.resetLines);
+    if (this.notice) body.push("", paint("yellow", this.notice));
     const time = new Date().toLocaleTimeString("zh-CN", { hour12: false });
     const cause = this.trigger.length > 0 ? ` · 触发：${this.trigger.slice(0, 3).join("、")}${this.trigger.length > 3 ? " 等" : ""}` : "";
-    out.push("");
+    const bottom = [""];
     if (check?.pending) {
-      out.push(paint("dim", `[${time}] 第 ${this.runs + 1} 次运行 · ${seconds(ms)} 时定下了第一处偏差${cause}`));
-      out.push(paint("dim", "其余测试还在运行，跑完后这一屏会更新"));
+      bottom.push(paint("dim", `[${time}] 第 ${this.runs + 1} 次运行 · ${seconds(ms)} 时定下了第一处偏差${cause}`));
+      bottom.push(paint("dim", "其余测试还在运行，跑完后这一屏会更新"));
     } else {
-      out.push(paint("dim", `[${time}] 第 ${this.runs} 次运行 · 用时 ${seconds(ms)}${cause}`));
-      out.push(paint("dim", watchFooter(this.watcher?.mode ?? "poll", this.keys)));
+      bottom.push(paint("dim", `[${time}] 第 ${this.runs} 次运行 · 用时 ${seconds(ms)}${cause}`));
+      bottom.push(paint("dim", watchFooter(this.watcher?.mode ?? "poll", this.keys)));
     }
-    if (process.stdout.isTTY) process.stdout.write("\x1b[2J\x1b[3J\x1b[H");
+    // 终端里一屏放下（宽度折行、矮时收起实践列表）；管道里原样输出，每屏之间一条分隔线
+    const tty = process.stdout.isTTY === true;
+    const columns = terminalColumns(process.stdout);
+    const rows = tty && process.stdout.rows > 0 ? process.stdout.rows : screenRows(); // 伪终端没设大小时 rows 是 0
+    const out = fitWatchScreen({ top, labs, body, bottom }, color, columns, rows);
+    if (tty) process.stdout.write("\x1b[2J\x1b[3J\x1b[H");
     else process.stdout.write(`${"─".repeat(60)}\n`);
     process.stdout.write(`${out.join("\n")}\n`);
   }
@@ -373,3 +387,9 @@ function parseInterval(text: string): number {
 
 
 await runCommand(main);
+
+/** 管道里的屏高：只有 PI_COURSE_ROWS 给定时才按它收起（测试用它模拟 80×24）。 */
+function screenRows(): number | undefined {
+  const rows = Number(process.env.PI_COURSE_ROWS);
+  return Number.isInteger(rows) && rows > 0 ? rows : undefined;
+}

@@ -128,8 +128,8 @@ test("停靠点出现在章节卡片上，课文缺少对应标记时 lint 报�
 
   const history: CourseHistory = { branch: "course", base: "b".repeat(40), tip: "c".repeat(40), chapters: { "03": { parent: "a".repeat(40), target: "d".repeat(40), steps: {} } } };
   const card = renderCard(chapter, history);
-  const lab31 = card.findIndex((line) => line.startsWith("实践 3.1"));
-  const lab32 = card.findIndex((line) => line.startsWith("实践 3.2"));
+  const lab31 = card.findIndex((line) => line.trimStart().startsWith("实践 3.1"));
+  const lab32 = card.findIndex((line) => line.trimStart().startsWith("实践 3.2"));
   const stopLine = card.findIndex((line) => line.includes("停靠点：消息与重放做完了，流留到下次"));
   assert.ok(lab31 < stopLine && stopLine < lab32, card.join("\n"));
 

@@ -31,7 +31,9 @@ describe("checkpoint：定位一章", () => {
     assert.ok(stdout.includes(card.commits.parent) && stdout.includes(card.commits.target));
     assert.ok(stdout.includes(`git diff ${card.commits.parent.slice(0, 8)} ${card.commits.target.slice(0, 8)} -- packages/pi-course`));
     assert.match(stdout, /git worktree add \.\.\/pi-course-03 [0-9a-f]{8}\s+（做完本章再看答案）/);
-    assert.ok(stdout.includes('  npm run build -w @pi/course && node --test --test-name-pattern="文本投影" packages/pi-course/dist/test/03-*.test.js    → 1/1'));
+    // 完整的命令只写一次，每个实践一行写出它的测试名模式与计数
+    assert.ok(stdout.includes('  npm run build -w @pi/course && node --test --test-name-pattern="<模式>" packages/pi-course/dist/test/03-*.test.js'));
+    assert.match(stdout, /^ {2}实践 3\.1 · .*"文本投影" → 1\/1/m);
     assert.match(stdout, /TS2305/);
     assert.match(stdout, /聚焦测试：packages\/pi-course\/test\/03-message-ir\.test\.ts（4 项）/);
   });

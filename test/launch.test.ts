@@ -4,7 +4,7 @@ import path from "node:path";
 import { after, test } from "node:test";
 
 import { compiledKitDir } from "../scripts/kit-cache.mjs";
-import { KIT, spawnProcess, tempDir } from "./helpers.ts";
+import { hasPty, KIT, runCommandInTerminal, spawnProcess, tempDir } from "./helpers.ts";
 
 /** npm run <命令> 的入口 scripts/launch.mjs：运行与源码一致的编译副本，源码一变就换一份，编译不了就经 tsx 运行源码。 */
 const work = tempDir("launch");
@@ -43,6 +43,16 @@ test("改过的源码从不以旧副本运行：指纹变了就重新编译；�
   assert.match(changed.stdout, /^改过的用法：/, "源码改了，运行的却是旧副本");
   assert.notEqual(compiledKitDir(kit), firstCopy);
   assert.ok(existsSync(path.join(compiledKitDir(kit), "scripts", "checkpoint.js")));
+  assert.doesNotMatch(changed.stderr, /正在编译/, "接进管道时不写进度行");
+
+  // 在终端里，要编译的那几秒先说一句在做什么，不让人对着空屏幕等
+  if (hasPty) {
+    writeFileSync(script, original.replace("用法：npm run checkpoint", "终端里的用法：npm run checkpoint"));
+    const terminal = runCommandInTerminal([process.execPath, path.join(kit, "scripts", "launch.mjs"), "checkpoint", "--help"], kit);
+    assert.equal(await terminal.closed, 0, terminal.output());
+    assert.match(terminal.output(), /正在编译套件脚本.*…/);
+    assert.match(terminal.output(), /终端里的用法：/);
+  }
 
   // 能运行、但类型不对：编译不出副本，照样经 tsx 运行这份源码
   writeFileSync(script, `${original.replace("用法：npm run checkpoint", "带类型错误的用法：npm run checkpoint")}\nexport const wrong: number = "不是数字";\n`);

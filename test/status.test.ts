@@ -34,6 +34,19 @@ test("下一章的规则：点亮的最高一章之后第一章没点亮的；�
   assert.equal(nextChapter(chapters, lit(...chapters.map((chapter) => chapter.id))), undefined);
 });
 
+test("做完最后一章以后回头补：先回到进行中（有练习目录、没点亮）的那章，它在地图上标为进行中，不叫“下一章”", async () => {
+  const chapters = loadChapters(LESSONS_DIR);
+  const last = chapters.at(-1)!.id;
+  const verified = Object.fromEntries(["01", last].map((id) => [id, { target: "", verifiedAt: new Date().toISOString(), dir: "" }]));
+  assert.equal(nextChapter(chapters, { verified, practiceDirs: { "05": "/tmp/p05" } })?.id, "05");
+  const { code, stdout, stderr } = await status(progressFile({ version: 1, verified, hints: {}, practiceDirs: { "05": path.join(work.dir, "p05") } }));
+  assert.equal(code, 0, stderr);
+  assert.match(stdout, /◐ 05 .*进行中\s+← 回头补/);
+  assert.match(stdout, /^回头补：第 05 章 · /m);
+  assert.doesNotMatch(stdout, /下一章/);
+  assert.match(stdout, /○ 00 /);
+});
+
 describe("status：学习地图", () => {
   test("空白进度：按部分列出规划的章节，已开放的可学，未写的标为未开放，下一章是 00", async () => {
     const { code, stdout, stderr } = await status(progressFile());
@@ -62,7 +75,7 @@ describe("status：学习地图", () => {
     assert.equal(code, 0);
     assert.match(stdout, /已点亮 1\/\d+ 章/);
     assert.match(stdout, /● 00 .*已点亮 \d\d-\d\d/);
-    assert.match(stdout, /○ 01 .*← 下一章\s+提示 3 级/);
+    assert.match(stdout, /◐ 01 .*进行中\s+← 下一章\s+提示 3 级/);
     assert.match(stdout, /下一章：第 01 章/);
     assert.ok(stdout.includes(`练习目录：${practiceDir}`));
     assert.match(stdout, /npm run verify -- 01/);

@@ -3,10 +3,13 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
+import { stripVTControlCharacters } from "node:util";
+
+import stringWidth from "string-width";
 
 import { watchFooter } from "../scripts/engine/screen.ts";
 import { isEditorNoise } from "../scripts/engine/watch.ts";
-import { hasPty, KIT, kitScriptArgs, runInTerminal, runScript, tempDir } from "./helpers.ts";
+import { hasPty, KIT, kitScriptArgs, runCommandInTerminal, runInTerminal, runScript, tempDir } from "./helpers.ts";
 import { applyFault, card, practice, show, solveTo } from "./learner.ts";
 
 const work = tempDir("watch");
@@ -236,6 +239,23 @@ describe("watch：在终端里按键", { skip: hasPty ? false : "需要 util-lin
   before(async () => {
     await practice("03", dir, progress);
     await solveTo("03", dir, "target");
+  });
+
+  test("80×24 的真终端里：一屏不超过 24 行、每行不超过 80 列，有标题、进度行和编译行", { timeout: 60_000 }, async () => {
+    const command = [process.execPath, ...kitScriptArgs("watch"), "03", dir].map((part) => `'${part}'`).join(" ");
+    const terminal = runCommandInTerminal(["sh", "-c", `stty cols 80 rows 24 && exec ${command}`], KIT, { PI_COURSE_PROGRESS: progress });
+    try {
+      await terminal.waitFor(/按键：r 重跑/);
+      const screen = stripVTControlCharacters(terminal.output().split("\u001b[2J\u001b[3J\u001b[H").at(-1) ?? "").replace(/\r/g, "").trimEnd();
+      const lines = screen.split("\n");
+      assert.ok(lines.length <= 24, `${lines.length} 行：\n${screen}`);
+      assert.ok(lines.every((line) => stringWidth(line) <= 80), screen);
+      for (const wanted of [/第 03 章 .*· watch/, /进度：本章实践 2\/2 通过/, /编译\s+✓/]) assert.match(screen, wanted);
+      terminal.child.stdin.write("q");
+      assert.equal(await terminal.closed, 0);
+    } finally {
+      terminal.child.kill();
+    }
   });
 
   test("全部通过时按 h：一行说不需要提示；q 退出", { timeout: 60_000 }, async () => {

@@ -1,6 +1,15 @@
 import { HINT_LEVELS, HINT_LEVEL_NAMES, type Chapter, type FirstRed, type TestRun } from "./chapters.js";
 import { practiceStart, shortHash, type CourseHistory } from "./history.js";
 import { COURSE_BRANCH, COURSE_PACKAGE } from "./paths.js";
+import { inlineMarkdown, type Painter } from "./screen.js";
+import { displayWidth } from "./terminal.js";
+
+const noPaint: Painter = (_style, text) => text;
+
+/** 补空格到 width 列（按显示宽度，中文两列）。 */
+function padTo(text: string, width: number): string {
+  return text + " ".repeat(Math.max(0, width - displayWidth(text)));
+}
 
 /** 学习者在任何地方（套件、worktree、练习目录）都能照抄的构建命令。 */
 export const BUILD_COMMAND = "npm run build -w @pi/course";
@@ -29,48 +38,76 @@ export function describeFirstRed(firstRed: FirstRed): string[] {
   }
 }
 
-/** checkpoint 命令打印的章节卡片（纯文本，一行一项）。 */
-export function renderCard(chapter: Chapter, history: CourseHistory): string[] {
+/**
+ * 终端里的第一次红灯：说明，加上每个实践的第一条失败（tsc 错误最多三条），其余只报个数。
+ * 一整张失败清单会把下一条命令挤出屏幕；完整的清单在 LEARNING.md 和 --json 里。
+ */
+export function briefFirstRed(firstRed: FirstRed): string[] {
+  if (firstRed.kind === "none") return [firstRed.summary];
+  const items =
+    firstRed.kind === "tsc"
+      ? firstRed.errors.map((e) => ({ group: "", line: `  ${e.code} ${e.file}：…${e.includes}…` }))
+      : firstRed.failures.map((f) => ({ group: /^\d+\.\d+/.exec(f.test)?.[0] ?? "", line: `  ✗ ${f.test}` }));
+  // 不同实践的第一条，最多两条：够看出红灯指向哪里
+  const shown: string[] = [];
+  const groups = new Set<string>();
+  for (const item of items) {
+    if (shown.length < 2 && (item.group === "" || !groups.has(item.group))) shown.push(item.line);
+    groups.add(item.group);
+  }
+  const rest = items.length - shown.length;
+  return [firstRed.summary, ...shown, ...(rest > 0 ? [`  （另有 ${rest} 项${firstRed.kind === "tsc" ? " tsc 错误" : "失败"}；完整清单见练习目录的 LEARNING.md）`] : [])];
+}
+
+/** 课程包里的路径写成相对课程包的样子：卡片上一行能多放几个文件。 */
+function inPackage(files: readonly string[]): string {
+  return files.map((file) => (file.startsWith(`${COURSE_PACKAGE}/`) ? file.slice(COURSE_PACKAGE.length + 1) : file)).join("、");
+}
+
+/**
+ * checkpoint 命令打印的章节卡片（纯文本，一行一项）。要在一屏（约 40 行）里放下：
+ * 每个实践一行（计数与测试名模式），完整的命令只写一次；第一次红灯只列几条代表。
+ */
+export function renderCard(chapter: Chapter, history: CourseHistory, paint: Painter = noPaint): string[] {
+  const md = (text: string) => inlineMarkdown(text, paint);
+  const heading = (text: string) => paint("bold", text);
+  const command = (text: string) => paint("cyan", text);
   const commits = history.chapters[chapter.id];
   const parent = commits?.parent ?? "";
   const target = commits?.target ?? "";
   const lines = [
-    `第 ${chapter.id} 章 · ${chapter.title}（${chapter.slug}）`,
-    chapter.summary,
+    heading(`第 ${chapter.id} 章 · ${md(chapter.title)}（${chapter.slug}）`),
+    md(chapter.summary),
     "",
     `预计：${chapter.minutes} 分钟    难度：${chapter.difficulty}    模式：${chapter.mode}    前置：${chapter.prerequisites.join("、") || "无"}`,
-    `产物：${chapter.artifacts.join("、")}`,
-    "",
-    `课程分支：${COURSE_BRANCH}`,
-    `${"起点：".padEnd(9)}${shortHash(parent)}  ${parent}`,
+    `教学文件（${COURSE_PACKAGE}/ 下）：${inPackage(chapter.teachingFiles)}`,
   ];
-  for (const [id, hash] of Object.entries(commits?.steps ?? {})) {
-    lines.push(`${`步骤 ${id}：`.padEnd(9)}${shortHash(hash)}  ${hash}`);
-  }
-  lines.push(`${"目标：".padEnd(9)}${shortHash(target)}  ${target}`);
+  const newArtifacts = chapter.artifacts.filter((file) => !chapter.teachingFiles.includes(file));
+  if (newArtifacts.length > 0) lines.push(`其他产物：${inPackage(newArtifacts)}`);
   lines.push(
-    "",
-    `教学文件：${chapter.teachingFiles.join("、")}`,
     `聚焦测试：${chapter.focusedTest.path}（${chapter.focusedTest.count} 项）`,
-    "第一次红灯：",
-    ...describeFirstRed(chapter.firstRed).map((line) => `  ${line}`),
-    "",
+    `课程分支 ${COURSE_BRANCH}：起点 ${paint("dim", parent)}    目标 ${paint("dim", target)}`,
   );
+  const steps = Object.entries(commits?.steps ?? {});
+  if (steps.length > 0) lines.push(`  ${steps.map(([id, hash]) => `步骤 ${id} ${hash}`).join("    ")}`);
+  const red = briefFirstRed(chapter.firstRed).map((line) => `  ${md(line).replace(/^(\s*)✗/, (_, space: string) => `${space}${paint("red", "✗")}`)}`);
+  lines.push("", heading("第一次红灯："), ...red);
+  lines.push(heading("每个实践的命令（<模式> 见各行）："), `  ${command(`${BUILD_COMMAND} && ${runCommand(chapter, { pattern: "<模式>" })}`)}`);
+  const titleWidth = Math.max(...chapter.labs.map((lab) => displayWidth(`实践 ${lab.id} · ${lab.title}`)));
   for (const lab of chapter.labs) {
-    lines.push(`实践 ${lab.id} · ${lab.title}`);
-    for (const run of lab.runs) lines.push(`  ${BUILD_COMMAND} && ${runCommand(chapter, run)}    → ${expectation(run)}`);
+    const runs = lab.runs.map((run) => `${run.pattern === undefined ? "整个文件" : `"${run.pattern}"`} → ${expectation(run)}`).join("，然后 ");
+    lines.push(`  ${padTo(`实践 ${lab.id} · ${lab.title}`, titleWidth)}  ${paint("cyan", runs)}`);
     const stop = chapter.stops.find((candidate) => candidate.after === lab.id);
-    if (stop) lines.push(`  ── 停靠点：${stop.note}`);
+    if (stop) lines.push(paint("dim", `    ── 停靠点：${md(stop.note)}`));
   }
   lines.push(
+    `${heading("故障实验：")}${md(chapter.fault.title)}（应让「${chapter.fault.test}」失败）`,
     "",
-    `故障实验：${chapter.fault.title}（应让「${chapter.fault.test}」失败）`,
-    "",
-    "查看本章的改动：",
-    `  git diff ${shortHash(parent)} ${shortHash(target)} -- ${COURSE_PACKAGE}`,
-    `  git worktree add ../pi-course-${chapter.id} ${shortHash(target)}    （做完本章再看答案）`,
-    "创建练习目录：",
-    `  npm run practice -- ${chapter.id}`,
+    heading("查看本章的改动："),
+    `  ${command(`git diff ${shortHash(parent)} ${shortHash(target)} -- ${COURSE_PACKAGE}`)}`,
+    `  ${command(`git worktree add ../pi-course-${chapter.id} ${shortHash(target)}`)}    ${paint("yellow", "（做完本章再看答案）")}`,
+    heading("创建练习目录："),
+    `  ${command(`npm run practice -- ${chapter.id}`)}`,
   );
   return lines;
 }

@@ -1,6 +1,7 @@
 import * as util from "node:util";
 
 import { CourseError, isCourseError, usageError } from "./errors.js";
+import { fitText, terminalColumns } from "./terminal.js";
 
 /**
  * 要不要上色（https://no-color.org 的约定）：NO_COLOR 设成非空值时一律不上色；
@@ -22,6 +23,15 @@ export function wantsColor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv =
 export function paint(style: Parameters<typeof util.styleText>[0], text: string, stream: { isTTY?: boolean } = process.stdout): string {
   if (!wantsColor(stream) || typeof util.styleText !== "function") return text;
   return util.styleText(style, text, { validateStream: false });
+}
+
+/**
+ * 给人读的输出：在终端里按它的宽度折行（只在空格和中文字符之间折，不拆标识符和路径），
+ * 接进管道时原样输出。JSON 之类给程序读的输出不经过这里，照旧用 console.log。
+ */
+export function print(...lines: string[]): void {
+  const columns = terminalColumns(process.stdout);
+  for (const line of lines.length === 0 ? [""] : lines) process.stdout.write(`${fitText(line, columns)}\n`);
 }
 
 /** 一句不打断命令的提醒（例如进度文件损坏、已备份）：以黄色的“注意：”开头写到 stderr；没有提醒时什么也不写。 */

@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { setMaxListeners } from "node:events";
 
 import { simpleGit, type SimpleGit } from "simple-git";
 
@@ -43,6 +44,9 @@ export interface GitOptions {
  * 真正退出后才让那一步失败），收尾代码再删临时目录，就不会有 git 在删完之后又写进文件。
  */
 const stopGit = new AbortController();
+// 每个 simple-git 客户端都在这个信号上挂一个监听器：practice --continue 一次要开几十个客户端，
+// 超过 Node 默认的 10 个就会打出 MaxListenersExceededWarning。这里挂很多个是设计如此，不是泄漏。
+setMaxListeners(0, stopGit.signal);
 
 export function abortGitProcesses(): void {
   stopGit.abort();

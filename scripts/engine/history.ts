@@ -7,6 +7,7 @@ import type { Chapter } from "./chapters.js";
 import { CourseError } from "./errors.js";
 import { explainGitFailure, gitAt, gitQuiet } from "./git.js";
 import { COURSE_BRANCH } from "./paths.js";
+import { startProgress } from "../progress-line.mjs";
 
 /** 改变提交写法时递增：旧缓存随之失效。 */
 const BUILDER_VERSION = "1";
@@ -53,7 +54,8 @@ export async function ensureHistory(kitRoot: string, chapters: readonly Chapter[
     );
   }
 
-  const history = await buildHistory(kitRoot, chapters);
+  const done = startProgress(`正在从 lessons/ 构建课程历史（分支 ${COURSE_BRANCH}，只在课程更新后做一次）`);
+  const history = await buildHistory(kitRoot, chapters).finally(done);
   if (branchTip === undefined) await setAsideBrokenRef(kitRoot, gitDir);
   try {
     await gitQuiet(kitRoot, ["update-ref", `refs/heads/${COURSE_BRANCH}`, history.tip]);

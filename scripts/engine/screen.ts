@@ -6,6 +6,7 @@ import { LADDER_HEIGHT, levelName } from "./hints.js";
 import type { Deviation, LabResult, RunResult } from "./labs.js";
 import type { SourceLocation } from "./runner.js";
 import { shortHash } from "./history.js";
+import { displayWidth, fitText } from "./terminal.js";
 import type { PracticeCheck } from "./verify.js";
 
 /**
@@ -16,11 +17,6 @@ export type Style = Parameters<typeof styleText>[0];
 export type Painter = (style: Style, text: string) => string;
 
 const LABEL_WIDTH = 10;
-
-/** 终端里的显示宽度：中文字符占两列。 */
-function displayWidth(text: string): number {
-  return [...text].reduce((sum, char) => sum + ((char.codePointAt(0) ?? 0) >= 0x2e80 ? 2 : 1), 0);
-}
 
 export function pad(text: string, width: number): string {
   return text + " ".repeat(Math.max(1, width - displayWidth(text)));
@@ -48,10 +44,48 @@ export function buildLine(check: Pick<PracticeCheck, "build" | "buildMs">, paint
 }
 
 export function labLines(labs: readonly LabResult[], paint: Painter): string[] {
-  return labs.map((result) => {
-    const counts = result.runs.map(runText).join(" · ");
-    return `${label(`实践 ${result.lab.id}`)}${mark(result.ok, paint)} ${pad(counts, 14)}${paint("dim", result.lab.title)}`;
-  });
+  const counts = labs.map((result) => result.runs.map(runText).join(" · "));
+  // 计数一栏按最宽的一格对齐：计数长了（“· 全部 0/23”）标题也不会错位
+  const width = Math.max(14, ...counts.map((text) => displayWidth(text) + 1));
+  return labs.map((result, index) => `${label(`实践 ${result.lab.id}`)}${mark(result.ok, paint)} ${pad(counts[index] ?? "", width)}${paint("dim", result.lab.title)}`);
+}
+
+/** 课文里的行内代码（`name`）：终端里上色，管道里（不上色时）去掉反引号，只留文字。 */
+export function inlineMarkdown(text: string, paint: Painter): string {
+  return text.replace(/`([^`\n]+)`/g, (_, code: string) => paint("cyan", code));
+}
+
+/** 屏幕矮的时候，各实践缩成一行：通过的、当前的、还没到的。 */
+export function labSummary(labs: readonly LabResult[], paint: Painter): string {
+  const current = labs.find((result) => !result.ok);
+  const parts = labs.map((result) => (result.ok ? paint("green", `✓${result.lab.id}`) : result === current ? paint("red", `✗${result.lab.id}`) : paint("dim", `○${result.lab.id}`)));
+  return `${label("实践")}${parts.join(" ")}（通过 ${labs.filter((result) => result.ok).length}/${labs.length}）`;
+}
+
+/** watch 一屏的几段：上面的标题与编译行、实践列表、当前实践与偏差、底下的时间与按键。 */
+export interface WatchScreen {
+  top: string[];
+  labs: readonly LabResult[];
+  body: string[];
+  bottom: string[];
+}
+
+/**
+ * 把 watch 的一屏放进 columns × rows：先按宽度折行；放不下时实践列表缩成一行，
+ * 再去掉正文里的空行，最后截掉偏差的末尾。标题、编译行、当前实践、第一处偏差的开头和底行总在屏幕上。
+ */
+export function fitWatchScreen(screen: WatchScreen, paint: Painter, columns?: number, rows?: number): string[] {
+  const fit = (lines: readonly string[]) => lines.flatMap((line) => fitText(line, columns).split("\n"));
+  const top = fit(screen.top);
+  const bottom = fit(screen.bottom);
+  let labs = fit(labLines(screen.labs, paint));
+  let body = fit(screen.body);
+  const total = () => top.length + labs.length + body.length + bottom.length;
+  if (rows === undefined || total() <= rows) return [...top, ...labs, ...body, ...bottom];
+  if (screen.labs.length > 1) labs = fit([labSummary(screen.labs, paint)]);
+  if (total() > rows) body = body.filter((line) => line.trim() !== "");
+  if (total() > rows) body = [...body.slice(0, Math.max(1, rows - top.length - labs.length - bottom.length - 1)), paint("dim", "  …（屏幕放不下；npm run verify 看完整报告）")];
+  return [...top, ...labs, ...body, ...bottom];
 }
 
 /** verify 的完整报告：编译、各实践、更早章节、测试文件。 */
@@ -184,12 +218,14 @@ function firstLines(text: string, count: number): string[] {
 }
 
 /** 某个实践的提示还剩几级，下一条命令是什么。 */
-export function hintLine(chapter: Chapter, lab: Lab, shown: number, paint: Painter): string {
+export function hintLine(chapter: Chapter, lab: Lab, shown: number, paint: Painter, key?: string): string {
   if (shown >= LADDER_HEIGHT) {
     return `提示：实践 ${lab.id} 的四级提示都看过了；回看用 ${paint("cyan", `npm run hint -- ${chapter.id} ${lab.id} --level N`)}`;
   }
   const next = shown + 1;
-  return `提示：实践 ${lab.id} 还有 ${LADDER_HEIGHT - shown} 级可看 → ${paint("cyan", `npm run hint -- ${chapter.id} ${lab.id}`)}（第 ${next} 级 · ${levelName(next)}）`;
+  // 按键写进同一对括号里：两对括号挨着读起来像排版错误
+  const orKey = key ? `；或按 ${key}` : "";
+  return `提示：实践 ${lab.id} 还有 ${LADDER_HEIGHT - shown} 级可看 → ${paint("cyan", `npm run hint -- ${chapter.id} ${lab.id}`)}（第 ${next} 级 · ${levelName(next)}${orKey}）`;
 }
 
 /**

@@ -60,7 +60,8 @@ export const SYLLABUS: readonly Part[] = [
   },
 ];
 
-export type ChapterState = "lit" | "lit-old" | "open" | "planned";
+/** started：有练习目录、还没 verify 通过（进行中）。 */
+export type ChapterState = "lit" | "lit-old" | "started" | "open" | "planned";
 
 export interface MapEntry {
   id: string;
@@ -86,6 +87,8 @@ export interface CourseMap {
   parts: MapPart[];
   /** 下一章，规则见 nextChapter。 */
   next?: Chapter;
+  /** 下一章在点亮的最高一章之前：已经做到了最后，这是回头补的一章，不是“下一章”。 */
+  behind: boolean;
   lit: number;
   open: number;
   planned: number;
@@ -93,14 +96,25 @@ export interface CourseMap {
 
 /**
  * 下一章该学哪一章（status、verify、doctor 共用这一条规则）：
- * 点亮的最高一章之后第一章还没点亮的；后面都亮了，就回头找第一章没点亮的；全部点亮时没有下一章。
- * 这样跳着做（先做 03）时，下一章是 04 而不是 00。
+ * 点亮的最高一章之后第一章还没点亮的；后面都亮了，就回头找：先找已经开始（有练习目录）却没点亮的，
+ * 再找第一章没点亮的；全部点亮时没有下一章。
+ * 这样跳着做（先做 03）时，下一章是 04 而不是 00；做完最后一章时，先回到做了一半的那章。
  */
-export function nextChapter(chapters: readonly Chapter[], progress: Pick<Progress, "verified">): Chapter | undefined {
+export function nextChapter(
+  chapters: readonly Chapter[],
+  progress: Pick<Progress, "verified"> & Partial<Pick<Progress, "practiceDirs">>,
+): Chapter | undefined {
   const ordered = [...chapters].sort((a, b) => a.id.localeCompare(b.id));
   const lit = (chapter: Chapter) => progress.verified[chapter.id] !== undefined;
+  const started = (chapter: Chapter) => !lit(chapter) && progress.practiceDirs?.[chapter.id] !== undefined;
   const highest = ordered.findLastIndex(lit);
-  return ordered.slice(highest + 1).find((chapter) => !lit(chapter)) ?? ordered.find((chapter) => !lit(chapter));
+  return ordered.slice(highest + 1).find((chapter) => !lit(chapter)) ?? ordered.find(started) ?? ordered.find((chapter) => !lit(chapter));
+}
+
+/** 下一章排在点亮的最高一章之前（回头补的一章）。 */
+export function isBehind(chapters: readonly Chapter[], progress: Pick<Progress, "verified">, next: Chapter | undefined): boolean {
+  if (!next) return false;
+  return chapters.some((chapter) => progress.verified[chapter.id] !== undefined && chapter.id.localeCompare(next.id) > 0);
 }
 
 /** 把大纲、已存在的章节、进度和当前目标哈希合成一张地图（纯数据，不打印）。 */
@@ -118,7 +132,8 @@ export function courseMap(chapters: readonly Chapter[], progress: Progress, targ
     const hints = Object.values(progress.hints[plan.id] ?? {}).reduce((sum, level) => sum + level, 0);
     if (!chapter) return { id: plan.id, slug: plan.slug, title: plan.builds, state: "planned", hints };
     const verified = progress.verified[plan.id];
-    const state: ChapterState = !verified ? "open" : verified.target === targets[plan.id] ? "lit" : "lit-old";
+    const started = progress.practiceDirs[plan.id] !== undefined;
+    const state: ChapterState = !verified ? (started ? "started" : "open") : verified.target === targets[plan.id] ? "lit" : "lit-old";
     return {
       id: chapter.id,
       slug: chapter.slug,
@@ -136,6 +151,7 @@ export function courseMap(chapters: readonly Chapter[], progress: Progress, targ
   return {
     parts,
     ...(next ? { next } : {}),
+    behind: isBehind(chapters, progress, next),
     lit: entries.filter((entry) => entry.state === "lit" || entry.state === "lit-old").length,
     open: entries.filter((entry) => entry.state !== "planned").length,
     planned: entries.length,

@@ -94,10 +94,11 @@ ${items}
 const STATE_TEXT: Record<MapEntry["state"], string> = {
   lit: "已点亮",
   "lit-old": "已点亮（课程已更新，可重新 verify）",
+  started: "进行中",
   open: "未点亮",
   planned: "未开放",
 };
-const STATE_MARK: Record<MapEntry["state"], string> = { lit: "●", "lit-old": "●", open: "○", planned: "·" };
+const STATE_MARK: Record<MapEntry["state"], string> = { lit: "●", "lit-old": "●", started: "◐", open: "○", planned: "·" };
 
 export interface MapView {
   map: CourseMap;
