@@ -504,7 +504,7 @@ async function runTurns(options: AgentLoopOptions, added: AgentMessage[], emit: 
     emit({ type: "turn_end", message, toolResults });
     if (plan.kind === "finish") return plan.end;
     // #endregion
-    // #region lab 15.5
+    // #region lab 15.5 扩展
     // 这一批工具改了声明集（tool_search 加载、上限卸载）：下一次请求之前写一条 system 补丁。
     const patch = declarationPatch([...options.messages, ...added], options.tools.definitions(), now());
     if (patch !== undefined) {

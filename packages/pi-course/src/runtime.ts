@@ -436,7 +436,11 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     await prepareSessionFolder(folder);
     const sessionFile = await chooseSessionFile(cwd, folder, options.session ?? "new", now);
     const workspace = await Workspace.open(cwd);
+    // #endregion
+    // #region lab 15.5 扩展
     const exposed = runtimeTools(workspace);
+    // #endregion
+    // #region lab 13.2
     const resources = await loadResources({ cwd, stopAt: options.contextStopAt });
     for (const diagnostic of resources.diagnostics) warn(`资源 ${diagnostic.path}：${diagnostic.message}`);
     const tree = await openSessionTree(sessionFile, options.openStore ?? ((file) => new JsonlSessionStore(file)), now);
@@ -455,15 +459,23 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       tree,
       model,
       systemPrompt: options.systemPrompt ?? DEFAULT_SYSTEM_PROMPT,
+      // #endregion
+      // #region lab 15.5 扩展
       tools: exposed.tools,
+      // #endregion
+      // #region lab 13.2
       workspace,
       resources,
       extensions,
       now,
       ...(options.compaction ? { compaction: options.compaction } : {}),
     });
+    // #endregion
+    // #region lab 15.5 扩展
     // 声明看 transcript：续上的会话里已经加载过的 deferred 工具照样算已加载。
     exposed.activation.follow(session.agent);
+    // #endregion
+    // #region lab 13.2
     disposer.add("会话", async () => {
       // 先不再接新的提问、停下正在进行的运行，再等排队的扩展事件与写入：关掉之后文件里就是完整的记录。
       session.close();

@@ -197,7 +197,7 @@ export class ToolRegistry {
 
   /** 发给 Provider 的只有名字、说明和 JSON Schema；execute 留在本地。第 15 章起只交出声明集。 */
   definitions(): ToolDefinition[] {
-    // #region lab 15.2
+    // #region lab 15.2 扩展
     return [...this.tools.values()].filter(isDeclared).map((tool) => ({
       name: tool.name,
       description: tool.description,
@@ -254,8 +254,7 @@ export async function executeToolCall(
     return failure(call, `没有名为 ${call.name} 的工具。可用的工具：${known}。`, { kind: "unknown_tool" }, now);
   }
   // #endregion
-
-  // #region lab 15.2
+  // #region lab 15.2 扩展
   // 范围之外的调用不检查参数、不执行：工具一行代码都不跑，模型读到的是下一步该怎么做。
   const scope = options.scope ?? "model";
   const refusal = scopeRefusal(tool, scope);
@@ -263,7 +262,6 @@ export async function executeToolCall(
     return failure(call, refusal, { kind: "out_of_scope", exposure: exposureOf(tool), scope }, now);
   }
   // #endregion
-
   // #region lab 6.3
 
   let args: unknown;
