@@ -78,12 +78,12 @@ test("作者改第 06 章的目标：区域外的改动进入练习目录，区�
   const editDir = path.join(work.dir, "regions-edit");
   assert.equal((await runScript("course", ["edit", editDir], { kit, cwd: kit })).code, 0);
   const file = path.join(editDir, "packages/pi-course/src/tools.ts");
-  const outside = "/** 发给 Provider 的只有名字、说明和 JSON Schema；execute 和其余字段都留在本地。 */";
+  const outside = "/** 参数约定：执行前据此检查，也据此生成发给 Provider 的 JSON Schema（作者改过这句）。 */";
   const inside = "    // 这句注释写在实践 6.2 的区域里。";
   await amendChapter(editDir, "06", () => {
     const source = readFileSync(file, "utf8");
     const edited = source
-      .replace("/** 发给 Provider 的只有名字、说明和 JSON Schema；execute 留在本地。 */", outside)
+      .replace("/** 参数约定：执行前据此检查，也据此生成发给 Provider 的 JSON Schema。 */", outside)
       .replace("    return this.tools.get(name);\n", `${inside}\n    return this.tools.get(name);\n`);
     assert.notEqual(edited, source);
     writeFileSync(file, edited);
