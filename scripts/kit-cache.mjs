@@ -22,21 +22,25 @@ export function compiledKitCache(kitRoot) {
   return path.join(kitRoot, "node_modules", ".cache", "pi-course-kit");
 }
 
-/** 副本的输入：scripts/ 下的全部文件（.ts 编译，其余原样复制）、demo 引用的课程源码，以及两份 tsconfig。 */
-function inputFiles(kitRoot) {
-  const files = ["tsconfig.json", CONFIG, "package.json"];
-  const walk = (relative) => {
-    const full = path.join(kitRoot, relative);
+/** root 下 relative 目录里的全部普通文件（递归），路径相对 root、用 / 分隔；目录不存在时是空的。 */
+export function filesUnder(root, relative) {
+  const files = [];
+  const walk = (dir) => {
+    const full = path.join(root, dir);
     if (!existsSync(full)) return;
     for (const entry of readdirSync(full, { withFileTypes: true })) {
-      const child = `${relative}/${entry.name}`;
+      const child = `${dir}/${entry.name}`;
       if (entry.isDirectory()) walk(child);
       else if (entry.isFile()) files.push(child);
     }
   };
-  walk("scripts");
-  walk("packages/pi-course/src");
-  return files.sort();
+  walk(relative);
+  return files;
+}
+
+/** 副本的输入：scripts/ 下的全部文件（.ts 编译，其余原样复制）、demo 引用的课程源码，以及两份 tsconfig。 */
+function inputFiles(kitRoot) {
+  return ["tsconfig.json", CONFIG, "package.json", ...filesUnder(kitRoot, "scripts"), ...filesUnder(kitRoot, "packages/pi-course/src")].sort();
 }
 
 /** 这份源码应有的副本目录（不论它存不存在）。 */

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
+import { filesUnder } from "../kit-cache.mjs";
 import type { Chapter } from "./chapters.js";
 import type { ContractCheck } from "./contract.js";
 import type { SelfCheckContext } from "./selfcheck.js";
@@ -41,18 +42,7 @@ let engineHash: string | undefined;
 function engineFingerprint(kitRoot: string): string {
   if (engineHash !== undefined) return engineHash;
   const hash = createHash("sha256");
-  const files = ["package.json", "package-lock.json", "tsconfig.json", "test/helpers.ts"];
-  const walk = (relative: string) => {
-    const full = path.join(kitRoot, relative);
-    if (!existsSync(full)) return;
-    for (const entry of readdirSync(full, { withFileTypes: true })) {
-      const child = `${relative}/${entry.name}`;
-      if (entry.isDirectory()) walk(child);
-      else if (entry.isFile()) files.push(child);
-    }
-  };
-  walk("scripts");
-  walk("test/_selfcheck");
+  const files = ["package.json", "package-lock.json", "tsconfig.json", "test/helpers.ts", ...filesUnder(kitRoot, "scripts"), ...filesUnder(kitRoot, "test/_selfcheck")];
   for (const file of files.sort()) {
     const full = path.join(kitRoot, file);
     if (existsSync(full)) hash.update(`\0${file}\0`).update(readFileSync(full));
@@ -61,14 +51,6 @@ function engineFingerprint(kitRoot: string): string {
   return engineHash;
 }
 
-function folderHash(hash: ReturnType<typeof createHash>, dir: string): void {
-  if (!existsSync(dir) || !statSync(dir).isDirectory()) return;
-  for (const name of readdirSync(dir).sort()) {
-    const full = path.join(dir, name);
-    if (statSync(full).isDirectory()) folderHash(hash, full);
-    else hash.update(`\0${name}\0`).update(readFileSync(full));
-  }
-}
 
 /** 一项检查的缓存键；章节还不在课程历史里时是 undefined（不缓存）。 */
 export function cacheKey(ctx: SelfCheckContext, chapter: Chapter, check: ContractCheck): string | undefined {
@@ -78,7 +60,8 @@ export function cacheKey(ctx: SelfCheckContext, chapter: Chapter, check: Contrac
   hash.update(`v1\0${process.version}\0${engineFingerprint(ctx.kitRoot)}\0${chapter.id}\0${check.id}\0`);
   hash.update(`${commits.parent}\0${commits.target}\0${JSON.stringify(commits.steps)}\0`);
   hash.update(readFileSync(chapter.lessonPath)).update(readFileSync(path.join(path.dirname(chapter.lessonPath), "chapter.json")));
-  folderHash(hash, path.join(path.dirname(chapter.lessonPath), "heldout"));
+  const chapterDir = path.dirname(chapter.lessonPath);
+  for (const file of filesUnder(chapterDir, "heldout").sort()) hash.update(`\0${file}\0`).update(readFileSync(path.join(chapterDir, file)));
   // 之前各章的元数据（承诺 4 核对它们的计数）与全部章节的编号（承诺 7 核对课文里的命令）
   hash.update(ctx.chapters.map((other) => other.id).join(","));
   for (const other of ctx.chapters) {
