@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { HINT_LEVEL_NAMES, HINT_LEVELS, type Chapter } from "./chapters.js";
+import { escapeRegExp } from "./regexp.js";
 
 /** 课文必需的二级标题（按顺序）；实践标题按章节元数据另行检查。 */
 export const REQUIRED_SECTIONS = ["本章重建入口", "故障实验", "Pi 源码对照", "本章验收", "小结"] as const;
@@ -165,7 +166,7 @@ function namesFullOrPrefix(plain: string, name: string): boolean {
 
 /** 以 title 开头的二级标题下的正文（到下一个二级标题为止）；找不到时是空串。 */
 function sectionBody(lesson: string, title: string): string {
-  const escaped = title.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const escaped = escapeRegExp(title);
   const start = lesson.search(new RegExp(`^## ${escaped}(?: |$)`, "m"));
   if (start < 0) return "";
   const rest = lesson.slice(start + 3);

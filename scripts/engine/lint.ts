@@ -5,6 +5,7 @@ import { listCommittedFiles, readCommittedFile, type CourseHistory } from "./his
 import { mapInPool } from "./pool.js";
 import { anchorProblem, applyAnchored, findRegions, placeholderRegions, type AnchorProblem, type Region } from "./regions.js";
 import { checkLesson } from "./selfcheck.js";
+import { escapeRegExp } from "./regexp.js";
 
 /**
  * 课程的静态检查（npm run course -- lint）：不编译、不运行测试，只读课程历史里每章目标的文件（git）和 lessons/。
@@ -177,7 +178,7 @@ export function testNames(source: string): { names: string[]; templates: RegExp[
     const [, double, single, template] = match;
     if (template !== undefined && template.includes("${")) {
       complete = false;
-      const parts = template.split(/\$\{[^}]*\}/).map((part) => unescape(part).replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+      const parts = template.split(/\$\{[^}]*\}/).map((part) => escapeRegExp(unescape(part)));
       templates.push(new RegExp(`^${parts.join(".+?")}$`));
     } else names.push(unescape(double ?? single ?? template ?? ""));
   }

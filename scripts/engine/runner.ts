@@ -10,6 +10,7 @@ import { tscCommand } from "../kit-cache.mjs";
 import { COURSE_PACKAGE, isInside } from "./paths.js";
 import { mapInPool } from "./pool.js";
 import { RECORD_PREFIX } from "./test-records.mjs";
+import { escapeRegExp } from "./regexp.js";
 
 export interface TscError {
   file: string;
@@ -403,7 +404,7 @@ function classifyHangs(outcomes: readonly ReportedOutcome[]): Array<ReportedOutc
 
 /** 只选中这些名字的 --test-name-pattern（整名匹配）。 */
 function exactNames(names: readonly string[]): string {
-  const escaped = [...new Set(names)].map((name) => name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  const escaped = [...new Set(names)].map(escapeRegExp);
   return `^(?:${escaped.join("|")})$`;
 }
 

@@ -1,4 +1,5 @@
 import ts from "typescript-5.9";
+import { escapeRegExp } from "./regexp.js";
 
 /**
  * 课文说过的话，测试才能要求：聚焦测试拿来比对消息文字的字符串与正则，其中的措辞必须在本章课文里出现。
@@ -299,7 +300,7 @@ function tokenParts(fragment: string, from: number, to: number, dataSource: stri
 }
 
 function wholeWordIn(source: string, token: string): boolean {
-  const escaped = token.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const escaped = escapeRegExp(token);
   return new RegExp(`(?<![A-Za-z0-9_])${escaped}(?![A-Za-z0-9_])`).test(source);
 }
 
@@ -315,14 +316,11 @@ function statedIn(lesson: string, parts: readonly Part[]): boolean {
   inner[0] = { ...inner[0]!, text: inner[0]!.text.trimStart() };
   inner[inner.length - 1] = { ...inner.at(-1)!, text: inner.at(-1)!.text.trimEnd() };
   const source = inner
-    .map((part) => (part.data ? `(?:${escapeRegex(part.text)}|[^\\s，。；：、（）“”]{1,40}?)` : escapeRegex(part.text)))
+    .map((part) => (part.data ? `(?:${escapeRegExp(part.text)}|[^\\s，。；：、（）“”]{1,40}?)` : escapeRegExp(part.text)))
     .join("");
   return new RegExp(source).test(lesson);
 }
 
-function escapeRegex(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-}
 
 /** 比对时忽略 Markdown 的反引号转义与空白差异。 */
 function normalise(text: string): string {
