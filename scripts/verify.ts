@@ -9,7 +9,7 @@ import { KIT_ROOT } from "./engine/paths.js";
 import { hintsShown, recordVerified, updateProgress } from "./engine/progress.js";
 import { checkLines, deviationLines, hintLine, seconds, type Painter } from "./engine/screen.js";
 import type { TestOutcome } from "./engine/runner.js";
-import { nextChapter } from "./engine/syllabus.js";
+import { isBehind, nextChapter } from "./engine/syllabus.js";
 import { checkPractice, type PracticeCheck } from "./engine/verify.js";
 
 const HELP = `用法：npm run verify -- <章节> [目录] [--json]
@@ -95,7 +95,9 @@ await runCommand(async () => {
     print(paint("green", `✓ 第 ${chapter.id} 章已点亮：编译干净，${tests}全部通过。`));
     print("别忘了本章的故障实验和验收问题（见练习目录的 LEARNING.md）。");
     if (next) {
-      print(`下一章：第 ${next.id} 章 · ${next.title} → ${paint("cyan", `npm run practice -- ${next.id}`)}`);
+      // 已经做到了最后（点亮的最高一章在它之后）：它是回头补的一章，与 status 的说法一致
+      const label = isBehind(chapters, progress, next) ? "回头补" : "下一章";
+      print(`${label}：第 ${next.id} 章 · ${next.title} → ${paint("cyan", `npm run practice -- ${next.id}`)}`);
       if (isNextInLine(chapters, chapter, next)) {
         print(`  想接着你自己的代码做：${paint("cyan", `npm run practice -- ${next.id} --continue`)}（何时接续、何时从头开始见 LEARNING.md）`);
       }

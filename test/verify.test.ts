@@ -256,7 +256,7 @@ describe("verify：错误的输入", () => {
 });
 
 describe("verify：观察章与下一章", () => {
-  test("第 00 章没有更早的章节：通过时不提“更早章节的测试”；下一章是 01", async () => {
+  test("第 00 章没有更早的章节：通过时不提“更早章节的测试”；下一章是 01，最后一章已点亮时 01 是“回头补”", async () => {
     const progress = path.join(work.dir, "ch00", "progress.json");
     const dir = path.join(work.dir, "ch00", "pi-practice-00");
     await practice("00", dir, progress);
@@ -265,6 +265,16 @@ describe("verify：观察章与下一章", () => {
     assert.match(stdout, /✓ 第 00 章已点亮：编译干净，\d+ 项聚焦测试全部通过。/);
     assert.doesNotMatch(stdout, /更早章节/);
     assert.match(stdout, /下一章：第 01 章/);
+
+    // 最后一章已经点亮：接下来的 01 是回头补的一章，说法与 status 一致
+    const last = loadChapters(LESSONS_DIR).at(-1)!.id;
+    const saved = JSON.parse(readFileSync(progress, "utf8")) as { verified: Record<string, unknown> };
+    saved.verified[last] = { target: "", verifiedAt: new Date().toISOString(), dir: "" };
+    writeFileSync(progress, JSON.stringify(saved));
+    const again = await runScript("verify", ["00", dir], { env: { PI_COURSE_PROGRESS: progress } });
+    assert.equal(again.code, 0, again.stdout + again.stderr);
+    assert.match(again.stdout, /^回头补：第 01 章 · /m);
+    assert.doesNotMatch(again.stdout, /下一章/);
   });
 });
 
