@@ -13,12 +13,10 @@ test("中位数与目标判断", () => {
   assert.equal(median([5, 1, 3]), 3);
   assert.equal(median([4, 1, 3, 2]), 2.5);
   assert.ok(Number.isNaN(median([])));
-  assert.equal(meets(TARGETS.loop, 999), true);
-  assert.equal(meets(TARGETS.loop, 1_001), false);
-  assert.equal(meets(TARGETS.ratio, 4.2), true);
-  assert.equal(meets(TARGETS.ratio, 3.9), false);
-  assert.equal(meets(TARGETS.watch03, 349), true);
-  assert.equal(meets(TARGETS.watchLast, 601), false);
+  assert.equal(meets(TARGETS.watch, 299), true);
+  assert.equal(meets(TARGETS.watch, 301), false);
+  assert.equal(meets(TARGETS.verifyLast, 2_400), true);
+  assert.equal(meets({ limit: 4, kind: "min-ratio", text: "≥ 4×" }, 3.9), false);
 });
 
 test("bench 跑一遍（第 03 章，每项 1 次）：打印性能目标表，结果追加到 JSON 历史", { timeout: 300_000 }, async () => {
@@ -33,9 +31,11 @@ test("bench 跑一遍（第 03 章，每项 1 次）：打印性能目标表，�
     assert.match(stdout, /没达到的目标：\n  .+：.+，目标 .+（(超出|差) /);
   }
   assert.match(stdout, /性能目标 · 中位数，每项 1 次/);
-  assert.match(stdout, /学习循环 · TS 7（第 03 章，课文的命令）\s+\S+ s\s+1\.23 s\s+≤ 1 s/, "与上一次的中位数并列");
-  assert.match(stdout, /TS 5\.9 ÷ TS 7/);
-  assert.match(stdout, /watch 保存 → 偏差（第 03 章）\s+\S+ s\s+—\s+≤ 0\.35 s/);
+  assert.match(stdout, /学习循环 · TS 7（第 03 章，课文的命令）\s+\S+ s\s+1\.23 s\s*$/m, "与上一次的中位数并列；只报告，没有目标");
+  assert.match(stdout, /下限：tsc \+ 测试自己的用时 \+ 启动一次 node\s+\S+ s/);
+  assert.match(stdout, /TS 5\.9 ÷ TS 7（学习循环，只报告）/);
+  assert.match(stdout, /watch 保存 → 偏差（第 03 章）\s+\S+ s\s+—\s+≤ 0\.3 s/);
+  assert.doesNotMatch(stdout, /第 08 章/, "--chapter 03 只测第 03 章");
   assert.match(stdout, /verify（第 03 章/);
   assert.match(stdout, /practice（历史已缓存/);
   assert.match(stdout, /首次构建课程历史/);
@@ -57,6 +57,7 @@ test("bench 跑一遍（第 03 章，每项 1 次）：打印性能目标表，�
       "loop-ts7-build",
       "loop-ts7-tsc",
       "loop-ts7-test",
+      "loop-floor",
       "loop-ts59",
       "loop-ts59-build",
       "loop-ts59-tsc",
@@ -93,7 +94,8 @@ test("错误的输入：--runs 越界或不是数字、位置参数、观察章�
   }
   const help = await runScript("bench", ["--help"]);
   assert.equal(help.code, 0);
-  assert.match(help.stdout, /≥ 4 倍/);
+  assert.match(help.stdout, /每一章 ≤ 0\.3 s/);
+  assert.match(help.stdout, /最后一章 ≤ 2\.5 s/);
   assert.match(help.stdout, /watch：保存/);
   assert.match(help.stdout, /--full/);
 });

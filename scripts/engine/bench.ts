@@ -21,11 +21,9 @@ export interface Target {
 }
 
 export const TARGETS = {
-  loop: { limit: 1_000, kind: "max-ms", text: "≤ 1 s" },
-  ratio: { limit: 4, kind: "min-ratio", text: "≥ 4×" },
-  watch03: { limit: 350, kind: "max-ms", text: "≤ 0.35 s" },
-  watchLast: { limit: 600, kind: "max-ms", text: "≤ 0.6 s" },
+  watch: { limit: 300, kind: "max-ms", text: "≤ 0.3 s" },
   verify: { limit: 1_200, kind: "max-ms", text: "≤ 1.2 s" },
+  verifyLast: { limit: 2_500, kind: "max-ms", text: "≤ 2.5 s" },
   practice: { limit: 500, kind: "max-ms", text: "≤ 0.5 s" },
   history: { limit: 2_000, kind: "max-ms", text: "≤ 2 s" },
   npmTest: { limit: 120_000, kind: "max-ms", text: "≤ 2 min" },
@@ -49,10 +47,10 @@ export async function timed(action: () => Promise<void>): Promise<number> {
   return performance.now() - started;
 }
 
-/** DESIGN.md §7 的学习循环、watch 与 verify 目标是对这一章定的。 */
+/** verify 的 ≤ 1.2 s 是对这一章定的（连同它之前的七章）；最后一章另有 ≤ 2.5 s。 */
 const TARGET_CHAPTER = "08";
 
-/** bench 练习哪一章：默认是目标所指的第 08 章；没有这一章时，最后一个重建章（代码最多、编译最慢）。 */
+/** bench 练习哪一章：默认是 verify 目标所指的第 08 章；没有这一章时，最后一个重建章（代码最多、编译最慢）。 */
 export function benchChapter(chapters: readonly Chapter[]): Chapter {
   const rebuilt = chapters.filter((candidate) => candidate.mode === "重建");
   const chapter = rebuilt.find((candidate) => candidate.id === TARGET_CHAPTER) ?? rebuilt.at(-1) ?? chapters.at(-1);
@@ -102,6 +100,11 @@ export async function focusedTestOnce(dir: string, chapter: Chapter): Promise<{ 
   }
   const wallMs = performance.now() - started;
   return { wallMs, ownMs: report.tests.reduce((sum, test) => sum + (test.ms ?? 0), 0) };
+}
+
+/** 启动一次什么也不做的 node：学习循环的下限里，测试进程至少要付这么多。 */
+export async function nodeStartOnce(): Promise<number> {
+  return timed(() => spawnChecked(process.execPath, ["-e", ""], os.tmpdir()));
 }
 
 function npmCommand(): string {
