@@ -12,14 +12,12 @@ import {
   checkPracticeDir,
   checkProgressFile,
   doctorArguments,
-  repairLinks,
-  repairMarker,
   type DoctorCheck,
 } from "./engine/doctor.js";
 import { CourseError, isCourseError } from "./engine/errors.js";
 import { ensureHistory, type CourseHistory } from "./engine/history.js";
 import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
-import { emptyProgress, inspectProgress, progressPath, updateProgress } from "./engine/progress.js";
+import { emptyProgress, inspectProgress, progressPath } from "./engine/progress.js";
 import { nextChapter } from "./engine/syllabus.js";
 import { choosePracticeDir } from "./engine/verify.js";
 
@@ -47,65 +45,28 @@ await runCommand(async () => {
     return;
   }
   const given = chapterAndDir(positionals);
-
-  const checks: DoctorCheck[] = [];
-  const actions: string[] = [];
-  checks.push(checkNode(), await checkGit(), await checkCheckout(KIT_ROOT), ...checkInstall(KIT_ROOT));
-
-  let chapters: Chapter[] | undefined;
-  try {
-    chapters = loadChapters(LESSONS_DIR);
-    checks.push({ title: "课程章节", status: "ok", detail: `${chapters.length} 章：${chapters.map((chapter) => chapter.id).join(" ")}` });
-  } catch (error) {
-    if (!isCourseError(error)) throw error;
-    checks.push({ title: "课程章节", status: "fail", detail: error.message, fix: "git status 看看 lessons/ 是否被改动；git checkout -- lessons 还原" });
-  }
+  const loaded = loadChaptersChecked();
+  const { chapters } = loaded;
   // 只写了一个参数时，它可能是章节，也可能是目录
   const { chapterInput, dirInput } = doctorArguments(chapters, given, userCwd());
   // 章节参数写错是用法错误，先于任何输出报告
   const chapter = chapters && chapterInput !== undefined ? findChapter(chapters, chapterInput) : undefined;
 
-  let history: CourseHistory | undefined;
-  if (chapters) {
-    let historyCheck = await checkHistory(KIT_ROOT, chapters);
-    if (values.fix && historyCheck.status === "warn") {
-      await ensureHistory(KIT_ROOT, chapters);
-      actions.push("构建了课程历史");
-      historyCheck = await checkHistory(KIT_ROOT, chapters);
+  let checks = await examine(loaded, chapter, dirInput);
+  const actions: string[] = [];
+  if (values.fix) {
+    // 按检查的顺序修（先改记套件位置，再重新链接依赖），修过了就从头再查一遍
+    for (const check of checks) {
+      if (check.status !== "ok" && check.repair) actions.push(...(await check.repair()));
     }
-    checks.push(historyCheck);
-    if (historyCheck.status === "ok") history = await ensureHistory(KIT_ROOT, chapters);
-  }
-
-  const file = progressPath();
-  checks.push(checkProgressFile(file));
-
-  if (chapters) {
-    const inspected = inspectProgress(file); // 只读：损坏的进度文件留给下一个会写入的命令去备份
-    const progress = inspected.state === "ok" ? inspected.progress : emptyProgress();
-    const fromDir = chapter === undefined && dirInput !== undefined ? chapterOfDir(chapters, path.resolve(userCwd(), dirInput)) : undefined;
-    const target = chapter ?? fromDir ?? nextChapter(chapters, progress) ?? chapters.at(-1);
-    if (target) {
-      const { dir, explicit } = choosePracticeDir(KIT_ROOT, target, progress, dirInput, userCwd());
-      const recordedDir = progress.practiceDirs[target.id];
-      let practice = await checkPracticeDir({ kitRoot: KIT_ROOT, chapter: target, chapters, history, dir, explicit, recordedDir });
-      const needs = (title: string, ...statuses: DoctorCheck["status"][]) =>
-        practice.some((check) => check.title.includes(title) && statuses.includes(check.status));
-      if (values.fix && (needs("依赖链接", "fail") || needs("来源", "fail") || needs("记录", "warn"))) {
-        // 套件或练习目录被移动过：先改记位置，再按新的套件重新链接依赖
-        if (needs("来源", "fail")) actions.push(...repairMarker(KIT_ROOT, dir));
-        if (needs("记录", "warn")) actions.push(rememberMovedDir(file, target.id, dir));
-        actions.push(...repairLinks(KIT_ROOT, dir));
-        practice = await checkPracticeDir({ kitRoot: KIT_ROOT, chapter: target, chapters, history, dir, explicit, recordedDir: dir });
-      }
-      checks.push(...practice);
-    }
+    if (actions.length > 0) checks = await examine(loaded, chapter, dirInput);
   }
 
   const failed = checks.filter((check) => check.status === "fail").length;
   const warned = checks.filter((check) => check.status === "warn").length;
   if (values.json) {
-    console.log(JSON.stringify({ checks, actions, failed, warned }, null, 2));
+    // repair 是函数，不进 JSON
+    console.log(JSON.stringify({ checks: checks.map(({ repair: _repair, ...check }) => check), actions, failed, warned }, null, 2));
     if (failed > 0) process.exitCode = 1;
     return;
   }
@@ -113,7 +74,8 @@ await runCommand(async () => {
   console.log(paint("bold", "学习环境体检"));
   console.log("");
   for (const check of checks) {
-    console.log(`${paint(STYLE[check.status], SYMBOL[check.status])} ${check.title}：${check.detail}`);
+    const indent = check.group === "practice" && check.id !== "practice" ? "  " : "";
+    console.log(`${paint(STYLE[check.status], SYMBOL[check.status])} ${indent}${check.title}：${check.detail}`);
     if (check.fix && check.status !== "ok") {
       const [first = "", ...rest] = check.fix.split("\n");
       console.log(`    ${paint("cyan", "修复：")}${first}`);
@@ -126,10 +88,38 @@ await runCommand(async () => {
   console.log(warned > 0 ? paint("yellow", `没有阻碍学习的问题；${warned} 个提醒见上。`) : paint("green", "一切正常，可以开始学习。"));
 });
 
-/** 练习目录被移动后，进度里改记它的新位置（省略目录的 verify / hint / watch 用的就是这一条）。 */
-function rememberMovedDir(file: string, chapterId: string, dir: string): string {
-  updateProgress(file, (progress) => {
-    progress.practiceDirs[chapterId] = dir;
-  });
-  return `进度里第 ${chapterId} 章的练习目录改记成 ${dir}`;
+/** 课程章节本身能不能读：读不了时 doctor 照样检查环境，只是没有章节相关的项。 */
+function loadChaptersChecked(): { chapters?: Chapter[]; check: DoctorCheck } {
+  const base = { id: "chapters", group: "kit", title: "课程章节" } as const;
+  try {
+    const chapters = loadChapters(LESSONS_DIR);
+    return { chapters, check: { ...base, status: "ok", detail: `${chapters.length} 章：${chapters.map((chapter) => chapter.id).join(" ")}` } };
+  } catch (error) {
+    if (!isCourseError(error)) throw error;
+    return { check: { ...base, status: "fail", detail: error.message, fix: "git status 看看 lessons/ 是否被改动；git checkout -- lessons 还原" } };
+  }
+}
+
+/** 全部检查，按打印的顺序：环境、章节、课程历史、进度文件，再是要看的那个练习目录。只读。 */
+async function examine(loaded: { chapters?: Chapter[]; check: DoctorCheck }, chapter: Chapter | undefined, dirInput: string | undefined): Promise<DoctorCheck[]> {
+  const { chapters } = loaded;
+  const checks: DoctorCheck[] = [checkNode(), await checkGit(), await checkCheckout(KIT_ROOT), ...checkInstall(KIT_ROOT), loaded.check];
+  let history: CourseHistory | undefined;
+  if (chapters) {
+    const historyCheck = await checkHistory(KIT_ROOT, chapters);
+    checks.push(historyCheck);
+    if (historyCheck.status === "ok") history = await ensureHistory(KIT_ROOT, chapters);
+  }
+  const file = progressPath();
+  checks.push(checkProgressFile(file));
+  if (!chapters) return checks;
+  const inspected = inspectProgress(file); // 只读：损坏的进度文件留给下一个会写入的命令去备份
+  const progress = inspected.state === "ok" ? inspected.progress : emptyProgress();
+  const fromDir = chapter === undefined && dirInput !== undefined ? chapterOfDir(chapters, path.resolve(userCwd(), dirInput)) : undefined;
+  const target = chapter ?? fromDir ?? nextChapter(chapters, progress) ?? chapters.at(-1);
+  if (target) {
+    const { dir, explicit } = choosePracticeDir(KIT_ROOT, target, progress, dirInput, userCwd());
+    checks.push(...(await checkPracticeDir({ kitRoot: KIT_ROOT, chapter: target, chapters, history, dir, explicit, recordedDir: progress.practiceDirs[target.id], progressFile: file })));
+  }
+  return checks;
 }

@@ -161,12 +161,22 @@ describe("doctor：体检并给出修复办法", () => {
     assert.match(stdout, /✗ git：找不到 git 命令\n\s+修复：安装 git/);
   });
 
-  test("--json 给出检查清单", async () => {
+  test("--json 给出检查清单：每项有稳定的 id 与组，标题不带缩进，修复函数不进 JSON", async () => {
     const { code, stdout } = await doctor("03", dir, "--json");
     assert.equal(code, 0);
-    const result = JSON.parse(stdout) as { checks: Array<{ title: string; status: string }>; failed: number };
+    const result = JSON.parse(stdout) as { checks: Array<Record<string, unknown> & { id: string; group: string; title: string; status: string }>; failed: number };
     assert.equal(result.failed, 0);
-    assert.ok(result.checks.some((check) => check.title === "Node.js" && check.status !== "fail"));
+    assert.ok(result.checks.some((check) => check.id === "node" && check.title === "Node.js" && check.status !== "fail"));
+    const ids = result.checks.map((check) => check.id);
+    assert.equal(new Set(ids).size, ids.length, `id 不重复：${ids.join(" ")}`);
+    for (const id of ["git", "checkout", "install", "tsc", "chapters", "history", "progress-file", "practice", "practice.links", "practice.tests", "practice.watching"]) {
+      assert.ok(ids.includes(id), `缺少 ${id}：${ids.join(" ")}`);
+    }
+    for (const check of result.checks) {
+      assert.doesNotMatch(check.title, /^\s/, check.id);
+      assert.equal(check.group, check.id.startsWith("practice") ? "practice" : "kit", check.id);
+      assert.equal("repair" in check, false, check.id);
+    }
   });
 
   test("错误的输入：未知章节、多余参数、未知选项是用法错误；--help 列出检查项", async () => {

@@ -6,23 +6,30 @@ import path from "node:path";
 import { findChapter, type Chapter } from "./chapters.js";
 import { createLink, isSymlink, linkedGroupDirs, linkTarget, practiceLinks } from "./links.js";
 import { isCourseError } from "./errors.js";
-import { inspectHistory, locateGitDir, practiceStart, shortHash, type CourseHistory } from "./history.js";
+import { ensureHistory, inspectHistory, locateGitDir, practiceStart, shortHash, type CourseHistory } from "./history.js";
 import { COURSE_BRANCH, COURSE_PACKAGE, isInside } from "./paths.js";
 import { readPracticeMarker, PRACTICE_MARKER } from "./practice.js";
-import { inspectProgress, PROGRESS_ENV } from "./progress.js";
+import { inspectProgress, PROGRESS_ENV, updateProgress } from "./progress.js";
 import { testFileChanges } from "./verify.js";
 
 /**
- * doctor 的每一项检查：结论、一句说明，以及不通过时的修复办法。
- * 检查只读；能自动修的（重建历史、重新链接练习目录的依赖）由命令在 --fix 时调用 repair* 函数。
+ * doctor 的每一项检查：稳定的 id（--fix 与 --json 认它，不认显示的标题）、所属的组、结论、一句说明、
+ * 不通过时的修复办法，以及能自动修的项带的 repair。检查本身只读；repair 只在 --fix 时由命令调用。
  */
 export type CheckStatus = "ok" | "warn" | "fail" | "skip";
 
+/** kit：套件与环境；practice：一个练习目录（打印时缩进在目录那一行下面）。 */
+export type CheckGroup = "kit" | "practice";
+
 export interface DoctorCheck {
+  id: string;
+  group: CheckGroup;
   title: string;
   status: CheckStatus;
   detail: string;
   fix?: string;
+  /** 自动修复，返回做了什么（每句一项）。函数不进 --json。 */
+  repair?: () => Promise<string[]> | string[];
 }
 
 const RECOMMENDED_NODE: [number, number] = [20, 12];
@@ -70,11 +77,13 @@ function recommendedLines(today: string): string {
  */
 export function checkNode(version: string = process.versions.node, now: Date = new Date()): DoctorCheck {
   const title = "Node.js";
+  const id = "node";
+  const group = "kit";
   const today = now.toISOString().slice(0, 10);
   const recommended = recommendedLines(today);
   const major = Number.parseInt(version, 10);
   if (!atLeast(version, [20, 0])) {
-    return { title, status: "fail", detail: `${version}：太旧，课程需要 Node.js ≥ 20；${testedLinesText()}`, fix: `安装 LTS 版本线 Node.js ${recommended}（https://nodejs.org/ 或 nvm install ${recommended.split(" ").at(-1)}）` };
+    return { id, group, title, status: "fail", detail: `${version}：太旧，课程需要 Node.js ≥ 20；${testedLinesText()}`, fix: `安装 LTS 版本线 Node.js ${recommended}（https://nodejs.org/ 或 nvm install ${recommended.split(" ").at(-1)}）` };
   }
   const schedule = NODE_LINES[major];
   const tested = (TESTED_NODE_LINES as readonly number[]).includes(major);
@@ -89,23 +98,25 @@ export function checkNode(version: string = process.versions.node, now: Date = n
   const endOfLife = schedule !== undefined && schedule.endOfLife <= today;
   const isLts = schedule?.lts !== undefined && schedule.lts <= today && !endOfLife;
   const detail = `${version}（${notes.join("；")}）`;
-  if (isLts && tested && !oldTwenty) return { title, status: "ok", detail };
-  return { title, status: "warn", detail: `${detail}：可以学习`, fix: `换到 LTS 版本线 Node.js ${recommended}（nvm install ${recommended.split(" ").at(-1)}）` };
+  if (isLts && tested && !oldTwenty) return { id, group, title, status: "ok", detail };
+  return { id, group, title, status: "warn", detail: `${detail}：可以学习`, fix: `换到 LTS 版本线 Node.js ${recommended}（nvm install ${recommended.split(" ").at(-1)}）` };
 }
 
 export function checkGit(): Promise<DoctorCheck> {
   const title = "git";
+  const id = "git";
+  const group = "kit";
   return new Promise((resolve) => {
     execFile("git", ["--version"], { env: { PATH: process.env.PATH ?? "", LANG: "C", LC_ALL: "C" } }, (error, stdout) => {
       if (error) {
-        resolve({ title, status: "fail", detail: "找不到 git 命令", fix: `安装 git（≥ ${MIN_GIT.join(".")}）并确认它在 PATH 中` });
+        resolve({ id, group, title, status: "fail", detail: "找不到 git 命令", fix: `安装 git（≥ ${MIN_GIT.join(".")}）并确认它在 PATH 中` });
         return;
       }
       const version = /(\d+\.\d+(?:\.\d+)?)/.exec(stdout)?.[1] ?? "未知";
       resolve(
         atLeast(version, MIN_GIT)
-          ? { title, status: "ok", detail: version }
-          : { title, status: "warn", detail: `${version}：比 ${MIN_GIT.join(".")} 旧，部分命令可能失败`, fix: "升级 git" },
+          ? { id, group, title, status: "ok", detail: version }
+          : { id, group, title, status: "warn", detail: `${version}：比 ${MIN_GIT.join(".")} 旧，部分命令可能失败`, fix: "升级 git" },
       );
     });
   });
@@ -113,12 +124,14 @@ export function checkGit(): Promise<DoctorCheck> {
 
 export async function checkCheckout(kitRoot: string): Promise<DoctorCheck> {
   const title = "课程套件";
+  const id = "checkout";
+  const group = "kit";
   try {
     await locateGitDir(kitRoot);
-    return { title, status: "ok", detail: `${kitRoot} 是 git 仓库` };
+    return { id, group, title, status: "ok", detail: `${kitRoot} 是 git 仓库` };
   } catch (error) {
     if (!isCourseError(error)) throw error;
-    return { title, status: "fail", detail: error.message, fix: "git clone 课程仓库，而不是下载压缩包" };
+    return { id, group, title, status: "fail", detail: error.message, fix: "git clone 课程仓库，而不是下载压缩包" };
   }
 }
 
@@ -134,13 +147,13 @@ function packageVersion(dir: string): string | undefined {
 export function checkInstall(kitRoot: string): DoctorCheck[] {
   const modules = path.join(kitRoot, "node_modules");
   const fix = `在 ${kitRoot} 里运行 npm ci`;
-  if (!existsSync(modules)) return [{ title: "依赖", status: "fail", detail: "还没有安装（没有 node_modules）", fix }];
+  if (!existsSync(modules)) return [{ id: "install", group: "kit", title: "依赖", status: "fail", detail: "还没有安装（没有 node_modules）", fix }];
   const checks: DoctorCheck[] = [];
   const missing = ["typescript", "tsx", "simple-git", "@types/node"].filter((name) => !packageVersion(path.join(modules, name)));
   const ts = packageVersion(path.join(modules, "typescript"));
-  if (missing.length > 0) checks.push({ title: "依赖", status: "fail", detail: `缺少 ${missing.join("、")}`, fix });
-  else if (!ts?.startsWith("7.")) checks.push({ title: "依赖", status: "fail", detail: `typescript 是 ${ts}，课程需要 7.x`, fix });
-  else checks.push({ title: "依赖", status: "ok", detail: `typescript ${ts} · tsx ${packageVersion(path.join(modules, "tsx"))}` });
+  if (missing.length > 0) checks.push({ id: "install", group: "kit", title: "依赖", status: "fail", detail: `缺少 ${missing.join("、")}`, fix });
+  else if (!ts?.startsWith("7.")) checks.push({ id: "install", group: "kit", title: "依赖", status: "fail", detail: `typescript 是 ${ts}，课程需要 7.x`, fix });
+  else checks.push({ id: "install", group: "kit", title: "依赖", status: "ok", detail: `typescript ${ts} · tsx ${packageVersion(path.join(modules, "tsx"))}` });
 
   const bin = path.join(modules, ".bin", "tsc");
   let binTarget = "";
@@ -152,36 +165,46 @@ export function checkInstall(kitRoot: string): DoctorCheck[] {
   const expected = path.join(modules, "typescript");
   if (binTarget === "" || !isInside(realpathSync(expected), binTarget)) {
     checks.push({
+      id: "tsc",
+      group: "kit",
       title: "tsc 命令",
       status: ts ? "fail" : "skip",
       detail: binTarget ? `node_modules/.bin/tsc 指向 ${path.relative(modules, binTarget)}，不是 TypeScript 7` : "node_modules/.bin/tsc 不存在",
       fix: "删掉 node_modules 后运行 npm ci（npm install 追加依赖时可能让 tsc 指向别的版本）",
     });
   } else {
-    checks.push({ title: "tsc 命令", status: "ok", detail: "node_modules/.bin/tsc → TypeScript 7" });
+    checks.push({ id: "tsc", group: "kit", title: "tsc 命令", status: "ok", detail: "node_modules/.bin/tsc → TypeScript 7" });
   }
   const ts59 = packageVersion(path.join(modules, "typescript-5.9"));
   checks.push(
     ts59
-      ? { title: "TypeScript 5.9（bench 对照）", status: "ok", detail: ts59 }
-      : { title: "TypeScript 5.9（bench 对照）", status: "warn", detail: "没有安装；只有 npm run bench 需要它", fix },
+      ? { id: "typescript-5.9", group: "kit", title: "TypeScript 5.9（bench 对照）", status: "ok", detail: ts59 }
+      : { id: "typescript-5.9", group: "kit", title: "TypeScript 5.9（bench 对照）", status: "warn", detail: "没有安装；只有 npm run bench 需要它", fix },
   );
   return checks;
 }
 
 export async function checkHistory(kitRoot: string, chapters: readonly Chapter[]): Promise<DoctorCheck> {
   const title = "课程历史";
+  const id = "history";
+  const group = "kit";
+  const build = async () => {
+    await ensureHistory(kitRoot, chapters);
+    return ["构建了课程历史"];
+  };
   try {
     const state = await inspectHistory(kitRoot, chapters);
     switch (state.state) {
       case "ready":
-        return { title, status: "ok", detail: `${chapters.length} 章，分支 ${COURSE_BRANCH} → ${shortHash(state.tip)}，缓存有效` };
+        return { id, group, title, status: "ok", detail: `${chapters.length} 章，分支 ${COURSE_BRANCH} → ${shortHash(state.tip)}，缓存有效` };
       case "missing":
-        return { title, status: "warn", detail: `还没有构建分支 ${COURSE_BRANCH}（第一次运行命令时会自动构建，约 1 秒）`, fix: "npm run course -- history，或 npm run doctor -- --fix" };
+        return { id, group, title, status: "warn", detail: `还没有构建分支 ${COURSE_BRANCH}（第一次运行命令时会自动构建，约 1 秒）`, fix: "npm run course -- history，或 npm run doctor -- --fix", repair: build };
       case "stale":
-        return { title, status: "warn", detail: "课文或补丁变了，历史会在下一次命令时自动重建", fix: "npm run course -- history，或 npm run doctor -- --fix" };
+        return { id, group, title, status: "warn", detail: "课文或补丁变了，历史会在下一次命令时自动重建", fix: "npm run course -- history，或 npm run doctor -- --fix", repair: build };
       case "edited":
         return {
+          id,
+          group,
           title,
           status: "fail",
           detail: `分支 ${COURSE_BRANCH} 上有不是课程生成的提交（${shortHash(state.tip)}），命令会拒绝覆盖它`,
@@ -190,22 +213,26 @@ export async function checkHistory(kitRoot: string, chapters: readonly Chapter[]
     }
   } catch (error) {
     if (!isCourseError(error)) throw error;
-    return { title, status: "fail", detail: error.message };
+    return { id, group, title, status: "fail", detail: error.message };
   }
 }
 
 export function checkProgressFile(file: string): DoctorCheck {
   const title = "进度文件";
+  const id = "progress-file";
+  const group = "kit";
   const inspected = inspectProgress(file);
   switch (inspected.state) {
     case "missing":
-      return { title, status: "ok", detail: `${file}（还没有：第一次 verify 或 hint 时创建）` };
+      return { id, group, title, status: "ok", detail: `${file}（还没有：第一次 verify 或 hint 时创建）` };
     case "ok": {
       const lit = Object.keys(inspected.progress.verified).length;
-      return { title, status: "ok", detail: `${file}（已点亮 ${lit} 章）` };
+      return { id, group, title, status: "ok", detail: `${file}（已点亮 ${lit} 章）` };
     }
     case "corrupt":
       return {
+        id,
+        group,
         title,
         status: "warn",
         detail: `${file} ${inspected.reason}（读的命令按空白进度处理，文件原样保留）`,
@@ -213,6 +240,8 @@ export function checkProgressFile(file: string): DoctorCheck {
       };
     case "newer":
       return {
+        id,
+        group,
         title,
         status: "fail",
         detail: `${file} 来自更新版本的课程套件（格式版本 ${inspected.version}）；本套件的命令不会读它，也不会改它`,
@@ -265,12 +294,18 @@ export async function checkPracticeDir(options: {
   explicit: boolean;
   /** 进度里记下的本章练习目录。 */
   recordedDir?: string;
+  /** 进度文件：记下的目录不在了时，repair 把它改记成 dir。 */
+  progressFile: string;
 }): Promise<DoctorCheck[]> {
   const { kitRoot, chapter, dir } = options;
   const title = `练习目录（第 ${chapter.id} 章）`;
+  const id = "practice";
+  const group = "practice";
   if (!existsSync(dir)) {
     return [
       {
+        id,
+        group,
         title,
         status: options.explicit ? "fail" : "skip",
         detail: `${dir} 不存在`,
@@ -279,20 +314,22 @@ export async function checkPracticeDir(options: {
     ];
   }
   if (!statSync(dir).isDirectory()) {
-    return [{ title, status: "fail", detail: `${dir} 不是目录`, fix: `npm run practice -- ${chapter.id} <一个不存在或为空的目录>` }];
+    return [{ id, group, title, status: "fail", detail: `${dir} 不是目录`, fix: `npm run practice -- ${chapter.id} <一个不存在或为空的目录>` }];
   }
   let marker;
   try {
     marker = readPracticeMarker(dir);
   } catch (error) {
     if (!isCourseError(error)) throw error;
-    return [{ title, status: "fail", detail: error.message, fix: `npm run practice -- ${chapter.id} <新目录>，再把你的文件搬过去` }];
+    return [{ id, group, title, status: "fail", detail: error.message, fix: `npm run practice -- ${chapter.id} <新目录>，再把你的文件搬过去` }];
   }
   if (!marker) {
     // 空目录可以直接拿来建练习目录；里面已经有东西时 practice 会拒绝，所以建议换一个目录
     const empty = readdirSync(dir).length === 0;
     return [
       {
+        id,
+        group,
         title,
         status: "fail",
         detail: `${dir} 不是练习目录（没有 ${PRACTICE_MARKER}）${empty ? "，是个空目录" : ""}`,
@@ -301,53 +338,56 @@ export async function checkPracticeDir(options: {
     ];
   }
   if (marker.chapter !== chapter.id) {
-    return [{ title, status: "fail", detail: `${dir} 是第 ${marker.chapter} 章的练习目录`, fix: `npm run doctor -- ${marker.chapter} ${dir}` }];
+    return [{ id, group, title, status: "fail", detail: `${dir} 是第 ${marker.chapter} 章的练习目录`, fix: `npm run doctor -- ${marker.chapter} ${dir}` }];
   }
-  const checks: DoctorCheck[] = [{ title, status: "ok", detail: dir }];
+  const checks: DoctorCheck[] = [{ id, group, title, status: "ok", detail: dir }];
   if (isInside(realpathSync(kitRoot), realpathSync(dir))) {
-    checks.push({ title: "  位置", status: "fail", detail: "在课程套件之内：模块解析会找到最终答案", fix: `npm run practice -- ${chapter.id}（默认建在套件旁边）` });
+    checks.push({ id: "practice.location", group: "practice", title: "位置", status: "fail", detail: "在课程套件之内：模块解析会找到最终答案", fix: `npm run practice -- ${chapter.id}（默认建在套件旁边）` });
   }
   if (marker.kitRoot && path.resolve(marker.kitRoot) !== path.resolve(kitRoot)) {
     checks.push(
       kitMoved(marker.kitRoot)
         ? {
-            title: "  来源",
+            id: "practice.source", group: "practice", title: "来源",
             status: "fail",
             detail: `记下的课程套件 ${marker.kitRoot} 不在了（套件被移动或改名了）：练习目录里的命令找不到套件`,
             fix: `npm run doctor -- ${chapter.id} ${dir} --fix（改记成这份套件，并重新链接依赖）`,
+            repair: () => repairMarker(kitRoot, dir),
           }
-        : { title: "  来源", status: "warn", detail: `由另一份课程套件创建（${marker.kitRoot}）`, fix: `用那份套件运行命令，或 npm run practice -- ${chapter.id} 重新创建` },
+        : { id: "practice.source", group: "practice", title: "来源", status: "warn", detail: `由另一份课程套件创建（${marker.kitRoot}）`, fix: `用那份套件运行命令，或 npm run practice -- ${chapter.id} 重新创建` },
     );
   }
   const recorded = options.recordedDir;
   if (recorded !== undefined && path.resolve(recorded) !== path.resolve(dir) && !existsSync(recorded)) {
     checks.push({
-      title: "  记录",
+      id: "practice.record", group: "practice", title: "记录",
       status: "warn",
       detail: `进度里记下的第 ${chapter.id} 章练习目录 ${recorded} 不在了（目录被移动了？），省略目录的命令会找不到它`,
       fix: `npm run doctor -- ${chapter.id} ${dir} --fix（改记成 ${dir}）`,
+      repair: rememberMovedDir(options.progressFile, chapter.id, dir),
     });
   }
   if (options.history) {
     const start = practiceStart(chapter, options.history);
     if (marker.start !== start) {
       checks.push({
-        title: "  版本",
+        id: "practice.version", group: "practice", title: "版本",
         status: "warn",
         detail: `取自 ${shortHash(marker.start)}，课程现在的起点是 ${shortHash(start)}`,
         fix: `npm run practice -- ${chapter.id} <新目录>，再把你的改动搬过去`,
       });
     }
   }
-  checks.push(checkLinks(kitRoot, dir, chapter));
+  const links = checkLinks(kitRoot, dir, chapter);
+  checks.push(links.status === "ok" ? links : { ...links, repair: () => repairLinks(kitRoot, dir) });
   if (options.history) {
     const { missing, modified } = await testFileChanges(kitRoot, options.history, chapter, options.chapters, dir);
     const changed = [...missing, ...modified];
     checks.push(
       changed.length === 0
-        ? { title: "  测试文件", status: "ok", detail: "与课程版本一致" }
+        ? { id: "practice.tests", group: "practice", title: "测试文件", status: "ok", detail: "与课程版本一致" }
         : {
-            title: "  测试文件",
+            id: "practice.tests", group: "practice", title: "测试文件",
             status: "warn",
             detail: `${changed.map((change) => path.basename(change.file)).join("、")} ${missing.length > 0 ? "缺失或" : ""}被改动过；verify 不会点亮本章`,
             fix: changed.map((change) => `git -C ${kitRoot} show ${shortHash(change.commit)}:${change.file} > ${path.join(dir, change.file)}`).join("\n"),
@@ -391,13 +431,17 @@ export function brokenLinks(kitRoot: string, dir: string): { missing: string[]; 
 }
 
 function checkLinks(kitRoot: string, dir: string, chapter: Chapter): DoctorCheck {
-  const title = "  依赖链接";
+  const title = "依赖链接";
+  const id = "practice.links";
+  const group = "practice";
   if (!existsSync(path.join(dir, "node_modules"))) {
-    return { title, status: "fail", detail: "没有 node_modules", fix: `npm run doctor -- ${chapter.id} ${dir} --fix` };
+    return { id, group, title, status: "fail", detail: "没有 node_modules", fix: `npm run doctor -- ${chapter.id} ${dir} --fix` };
   }
   const { missing, broken, grouped, forbidden } = brokenLinks(kitRoot, dir);
   if (grouped.length > 0) {
     return {
+      id,
+      group,
       title,
       status: "fail",
       detail: `${grouped.join("、")} 整个目录链接到套件：在练习目录里 npm install 会顺着它删掉套件的依赖`,
@@ -405,13 +449,13 @@ function checkLinks(kitRoot: string, dir: string, chapter: Chapter): DoctorCheck
     };
   }
   if (forbidden) {
-    return { title, status: "fail", detail: "node_modules 里有 @pi：import 可能解析到套件里的最终答案", fix: `npm run doctor -- ${chapter.id} ${dir} --fix` };
+    return { id, group, title, status: "fail", detail: "node_modules 里有 @pi：import 可能解析到套件里的最终答案", fix: `npm run doctor -- ${chapter.id} ${dir} --fix` };
   }
   if (missing.length > 0 || broken.length > 0) {
     const list = [...missing.map((entry) => `缺少 ${entry}`), ...broken.map((entry) => `${entry} 的链接断了`)];
-    return { title, status: "fail", detail: list.slice(0, 4).join("、") + (list.length > 4 ? " 等" : ""), fix: `npm run doctor -- ${chapter.id} ${dir} --fix` };
+    return { id, group, title, status: "fail", detail: list.slice(0, 4).join("、") + (list.length > 4 ? " 等" : ""), fix: `npm run doctor -- ${chapter.id} ${dir} --fix` };
   }
-  return { title, status: "ok", detail: "指向套件的依赖，完好" };
+  return { id, group, title, status: "ok", detail: "指向套件的依赖，完好" };
 }
 
 /** 重新链接练习目录的依赖：只动符号链接（缺的补上、断的重建、整组的拆成逐个、@pi 移除），从不删除真正的文件。 */
@@ -440,6 +484,16 @@ export function repairLinks(kitRoot: string, dir: string): string[] {
   return actions;
 }
 
+/** 练习目录被移动后，进度里改记它的新位置（省略目录的 verify / hint / watch 用的就是这一条）。 */
+function rememberMovedDir(file: string, chapterId: string, dir: string): () => string[] {
+  return () => {
+    updateProgress(file, (progress) => {
+      progress.practiceDirs[chapterId] = dir;
+    });
+    return [`进度里第 ${chapterId} 章的练习目录改记成 ${dir}`];
+  };
+}
+
 /** 练习目录记下的套件已经不在原处：它被移动或改名了，可以改记成现在这份。 */
 function kitMoved(recordedKit: string): boolean {
   return !existsSync(path.join(recordedKit, "scripts", "doctor.ts"));
@@ -460,16 +514,18 @@ export function repairMarker(kitRoot: string, dir: string): string[] {
 
 /** 文件监视能否工作：WSL 的 /mnt 与网络盘通常收不到变更事件。 */
 export function checkWatching(dir: string, chapter: Chapter): DoctorCheck {
-  const title = "  文件监视";
+  const title = "文件监视";
+  const id = "practice.watching";
+  const group = "practice";
   const fix = `npm run watch -- ${chapter.id} --poll`;
   if (os.release().toLowerCase().includes("microsoft") && dir.startsWith("/mnt/")) {
-    return { title, status: "warn", detail: "WSL 的 /mnt 下收不到文件变更事件", fix: `${fix}（或把练习目录放到 Linux 文件系统里，例如 ~/pi-practice-${chapter.id}）` };
+    return { id, group, title, status: "warn", detail: "WSL 的 /mnt 下收不到文件变更事件", fix: `${fix}（或把练习目录放到 Linux 文件系统里，例如 ~/pi-practice-${chapter.id}）` };
   }
   try {
     const watcher = watch(path.join(dir, COURSE_PACKAGE), { recursive: true });
     watcher.close();
-    return { title, status: "ok", detail: "文件变更事件可用（npm run watch）" };
+    return { id, group, title, status: "ok", detail: "文件变更事件可用（npm run watch）" };
   } catch (error) {
-    return { title, status: "warn", detail: `文件变更事件不可用（${(error as NodeJS.ErrnoException).code ?? (error as Error).message}）`, fix };
+    return { id, group, title, status: "warn", detail: `文件变更事件不可用（${(error as NodeJS.ErrnoException).code ?? (error as Error).message}）`, fix };
   }
 }
