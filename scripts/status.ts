@@ -113,7 +113,13 @@ function entryLine(entry: MapEntry, nextMark: string | undefined): string {
 
 /** 点亮的章节做在谁的代码上：接续目录（practice --continue）接着自己的代码，其余从课程起点开始。 */
 function basisLabel(entry: MapEntry): string {
-  if (entry.basis === "own") return paint("cyan", `· 接着自己的代码${entry.ownSince && entry.ownSince !== entry.id ? `（自 ${entry.ownSince} 章起）` : ""}`);
+  if (entry.basis === "own") {
+    const notes = [
+      ...(entry.ownSince && entry.ownSince !== entry.id ? [`自 ${entry.ownSince} 章起`] : []),
+      ...(entry.courseFiles ? [`${entry.courseFiles.length} 个文件用了课程的版本`] : []),
+    ];
+    return paint("cyan", `· 接着自己的代码${notes.length > 0 ? `（${notes.join("，")}）` : ""}`);
+  }
   return paint("dim", "· 从课程起点开始");
 }
 

@@ -59,7 +59,10 @@ await runCommand(async () => {
   if (check.passed) {
     const saved = updateProgress(file, (draft) => {
       // 接续目录（practice --continue）做完的章节记作“自己的代码”，status 据此区分
-      const basis = marker.origin ? { basis: "own" as const, ownSince: marker.origin.ownSince } : { basis: "course" as const };
+      // 按 --use-course 换成课程版本的文件也记下：那几个文件不是自己的代码，status 照实说
+      const basis = marker.origin
+        ? { basis: "own" as const, ownSince: marker.origin.ownSince, ...(marker.origin.course.length > 0 ? { courseFiles: marker.origin.course } : {}) }
+        : { basis: "course" as const };
       recordVerified(draft, chapter.id, { target, verifiedAt: new Date().toISOString(), dir, ...basis });
       draft.practiceDirs[chapter.id] ??= dir;
     });
@@ -78,6 +81,9 @@ await runCommand(async () => {
   print(paint("bold", `第 ${chapter.id} 章 · ${chapter.title}`) + paint("dim", `  验证 ${dir}`));
   if (marker.origin) {
     print(paint("dim", `接着你自己的代码做的（自第 ${marker.origin.ownSince} 章起，上一章的目录是 ${marker.origin.from}）；检查与从课程起点开始的目录完全相同。`));
+    if (marker.origin.course.length > 0) {
+      print(paint("dim", `其中 ${marker.origin.course.join("、")} 是接续时按 --use-course 换成的课程版本，不是你自己的代码。`));
+    }
   }
   if (marker.start !== practiceStart(chapter, history)) {
     print(

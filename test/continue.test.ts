@@ -175,6 +175,16 @@ describe("practice --continue：接着自己的代码做下一章", () => {
     const { origin } = marker(ch05);
     assert.deepEqual(origin?.course, [`${SRC}/types.ts`]);
     assert.equal(origin?.ownSince, "03", "链条从第 03 章起");
+
+    // 做完本章：verify 与 status 照实说哪个文件是课程的版本，不把它算作自己的代码
+    const { teachingFiles } = await card("05");
+    for (const file of teachingFiles.filter((name) => name !== `${SRC}/types.ts`)) writeFileSync(path.join(ch05, file), await show(target05, file));
+    const verified = await run("verify", "05", ch05);
+    assert.equal(verified.code, 0, verified.stdout + verified.stderr);
+    assert.match(verified.stdout, /其中 packages\/pi-course\/src\/types\.ts 是接续时按 --use-course 换成的课程版本，不是你自己的代码/);
+    assert.deepEqual((readProgress(progress).verified["05"] as { courseFiles?: string[] }).courseFiles, [`${SRC}/types.ts`]);
+    const status = await run("status");
+    assert.match(status.stdout, /● 05 .*已点亮 \d\d-\d\d · 接着自己的代码（自 03 章起，1 个文件用了课程的版本）/);
   });
 
   test("reset：不在终端里又没有 --yes 就不动；--yes 时先备份再放回起点（接续目录的起点是学习者自己的代码）", { timeout: 60_000 }, async () => {

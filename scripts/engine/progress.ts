@@ -29,6 +29,8 @@ export interface VerifiedChapter {
   basis?: "own" | "course";
   /** basis 为 own 时：从第几章起一直是学习者自己的代码。 */
   ownSince?: string;
+  /** basis 为 own 时：接续时按 --use-course 换成课程版本的文件（这些文件不是学习者自己的代码）。 */
+  courseFiles?: string[];
 }
 
 export interface Progress {
@@ -291,7 +293,8 @@ function parseProgress(raw: unknown): Progress | string {
     }
     const basis: Pick<VerifiedChapter, "basis"> = entry.basis === "own" || entry.basis === "course" ? { basis: entry.basis } : {};
     const ownSince = typeof entry.ownSince === "string" ? { ownSince: entry.ownSince } : {};
-    progress.verified[id] = { target: entry.target, verifiedAt: entry.verifiedAt, dir: entry.dir, ...basis, ...ownSince };
+    const courseFiles = Array.isArray(entry.courseFiles) && entry.courseFiles.every((file) => typeof file === "string") ? { courseFiles: entry.courseFiles as string[] } : {};
+    progress.verified[id] = { target: entry.target, verifiedAt: entry.verifiedAt, dir: entry.dir, ...basis, ...ownSince, ...courseFiles };
   }
   for (const [id, labs] of Object.entries(hints)) {
     if (!isRecord(labs)) return `里第 ${id} 章的提示记录不对`;

@@ -75,6 +75,8 @@ export interface MapEntry {
   basis?: "own" | "course";
   /** basis 为 own 时，学习者自己的代码从第几章起。 */
   ownSince?: string;
+  /** basis 为 own 时，接续时换成课程版本的文件（--use-course）。 */
+  courseFiles?: string[];
   hints: number;
 }
 
@@ -143,6 +145,7 @@ export function courseMap(chapters: readonly Chapter[], progress: Progress, targ
       hints,
       ...(verified ? { verifiedAt: verified.verifiedAt, basis: verified.basis ?? "course" } : {}),
       ...(verified?.ownSince ? { ownSince: verified.ownSince } : {}),
+      ...(verified?.courseFiles?.length ? { courseFiles: verified.courseFiles } : {}),
     };
   }
 
