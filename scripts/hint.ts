@@ -3,12 +3,12 @@ import { findChapter, loadChapters, type Chapter, type Lab } from "./engine/chap
 import { paint, print, runCommand, parseCommandLine, warn } from "./engine/cli.js";
 import { openPracticeSession, openProgress, type CommandProgress } from "./engine/course.js";
 import { usageError } from "./engine/errors.js";
-import { findLab, LADDER_HEIGHT, levelName, nextHint } from "./engine/hints.js";
+import { findLab, LADDER_HEIGHT, levelName, revealHint } from "./engine/hints.js";
 import { currentLab } from "./engine/labs.js";
 import { labPrediction } from "./engine/lesson.js";
 import { withPracticeLock } from "./engine/practice-lock.js";
 import { LESSONS_DIR } from "./engine/paths.js";
-import { hintsShown, recordHint, updateProgress } from "./engine/progress.js";
+import { hintsShown } from "./engine/progress.js";
 import { inlineMarkdown } from "./engine/screen.js";
 import { checkPractice } from "./engine/verify.js";
 
@@ -54,13 +54,8 @@ await runCommand(async () => {
     ({ lab, reason } = picked);
   }
 
-  const shown = hintsShown(loaded.progress, chapter.id, lab.id);
-  const step = nextHint(chapter, lab, shown, requested);
-  if (step.isNew) {
-    const saved = updateProgress(file, (progress) => recordHint(progress, chapter.id, lab.id, step.level));
-    warn(saved.warning);
-  }
-  const seen = Math.max(shown, step.level);
+  const { step, seen, warning } = revealHint(file, loaded.progress, chapter, lab, requested);
+  warn(warning);
 
   print(paint("bold", `第 ${chapter.id} 章 · 实践 ${lab.id} · ${lab.title}`));
   if (reason) print(paint("dim", reason));

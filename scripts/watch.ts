@@ -4,7 +4,7 @@ import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
 import { chapterAndDir, paint, runCommand, parseCommandLine } from "./engine/cli.js";
 import { openPracticeSession } from "./engine/course.js";
 import { isCourseError, usageError } from "./engine/errors.js";
-import { LADDER_HEIGHT, nextHint } from "./engine/hints.js";
+import { LADDER_HEIGHT, revealHint } from "./engine/hints.js";
 import { currentLab } from "./engine/labs.js";
 import { labPrediction } from "./engine/lesson.js";
 import { ensureHistory } from "./engine/history.js";
@@ -12,7 +12,7 @@ import { COURSE_PACKAGE, KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
 import { readPracticeMarker } from "./engine/practice.js";
 import { alreadyAtStart, resetFile, resetQuestion, startContent } from "./engine/reset.js";
 import { withPracticeLock } from "./engine/practice-lock.js";
-import { hintsShown, inspectProgress, recordHint, updateProgress } from "./engine/progress.js";
+import { emptyProgress, hintsShown, inspectProgress } from "./engine/progress.js";
 import { buildLine, deviationLines, fitWatchScreen, hintLine, inlineMarkdown, seconds, watchFooter, type Painter } from "./engine/screen.js";
 import { terminalColumns } from "./engine/terminal.js";
 import { startProgress } from "./progress-line.mjs";
@@ -288,12 +288,11 @@ class Session {
       return;
     }
     try {
-      const saved = updateProgress(this.progressFile, (progress) => {
-        const step = nextHint(chapter, failing.lab, hintsShown(progress, chapter.id, failing.lab.id));
-        recordHint(progress, chapter.id, failing.lab.id, step.level);
-        this.shownHint = [paint("cyan", `提示 ${step.level}/${LADDER_HEIGHT} · ${step.name}`), ...step.text.split("\n").map((line) => `  ${line}`)];
-      });
-      if (saved.warning) this.notice = saved.warning;
+      const inspected = inspectProgress(this.progressFile);
+      const progress = inspected.state === "ok" ? inspected.progress : emptyProgress();
+      const { step, warning } = revealHint(this.progressFile, progress, chapter, failing.lab);
+      this.shownHint = [paint("cyan", `提示 ${step.level}/${LADDER_HEIGHT} · ${step.name}`), ...step.text.split("\n").map((line) => `  ${line}`)];
+      if (warning) this.notice = warning;
     } catch (error) {
       if (!isCourseError(error)) throw error;
       this.notice = error.message; // 进度写不进去：提示照样不给出来，但监视继续

@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
+import { findChapter, loadChapters } from "../scripts/engine/chapters.ts";
+import { revealHint } from "../scripts/engine/hints.ts";
+import { LESSONS_DIR } from "../scripts/engine/paths.ts";
+import { emptyProgress, inspectProgress, recordHint, updateProgress } from "../scripts/engine/progress.ts";
 import { runScript, tempDir } from "./helpers.ts";
 import { card, practice, readProgress, solveTo } from "./learner.ts";
 
@@ -113,3 +118,35 @@ describe("hint：提示梯子一级一级展开", () => {
     assert.match(stdout, /1 定位文件 → 2 指出签名 → 3 伪代码 → 4 局部代码/);
   });
 });
+
+test("revealHint：hint 与 watch 的 h 共用一处展开；第一次看到的一级才写进度，旧的读数不会把别处记下的级数抹小", () => {
+  const chapter = findChapter(loadChapters(LESSONS_DIR), "03");
+  const lab = chapter.labs[0]!;
+  const file = path.join(work.dir, "reveal", "progress.json");
+  const stale = emptyProgress();
+
+  const first = revealHint(file, stale, chapter, lab);
+  assert.equal(first.step.level, 1);
+  assert.equal(first.seen, 1);
+  assert.equal(readProgress(file).hints["03"]?.[lab.id], 1);
+
+  // 另一个进程（例如开着的 watch）在这期间已经看到了第 3 级
+  updateProgress(file, (progress) => recordHint(progress, "03", lab.id, 3));
+  const again = revealHint(file, stale, chapter, lab);
+  assert.equal(again.step.level, 1, "按手里的读数给下一级");
+  assert.equal(again.seen, 3, "记下的是较大的那一级");
+  assert.equal(readProgress(file).hints["03"]?.[lab.id], 3);
+
+  // 回看看过的一级：不写进度
+  const before = readFileSync(file, "utf8");
+  const review = revealHint(file, inspectLoaded(file), chapter, lab, 2);
+  assert.equal(review.step.isNew, false);
+  assert.equal(review.seen, 3);
+  assert.equal(readFileSync(file, "utf8"), before);
+});
+
+function inspectLoaded(file: string) {
+  const inspected = inspectProgress(file);
+  assert.equal(inspected.state, "ok");
+  return inspected.state === "ok" ? inspected.progress : emptyProgress();
+}

@@ -1,5 +1,6 @@
 import { HINT_LEVELS, HINT_LEVEL_NAMES, type Chapter, type Lab } from "./chapters.js";
 import { usageError } from "./errors.js";
+import { hintsShown, recordHint, updateProgress, type Progress } from "./progress.js";
 
 /** 提示梯子：定位文件 → 指出签名 → 伪代码 → 局部代码，一次升一级。 */
 export const LADDER_HEIGHT = HINT_LEVELS.length;
@@ -57,4 +58,26 @@ export function nextHint(chapter: Chapter, lab: Lab, shown: number, requested?: 
   }
   const key = HINT_LEVELS[level - 1] ?? "file";
   return { lab, level, name: HINT_LEVEL_NAMES[key], text: lab.hints[key], isNew: level > shown, top: level === LADDER_HEIGHT };
+}
+
+/**
+ * 展开一级提示：hint 命令与 watch 的 h 键都走这里。给哪一级由 nextHint 决定；
+ * 第一次看到的一级才记进进度（在进度文件的锁里重读，同时开着的 watch 与 hint 不会互相抹掉）。
+ * seen 是展开之后看到过的最高一级；warning 是进度文件损坏被备份时的说明。
+ */
+export function revealHint(
+  file: string,
+  progress: Progress,
+  chapter: Chapter,
+  lab: Lab,
+  requested?: number,
+): { step: HintStep; seen: number; warning?: string } {
+  const step = nextHint(chapter, lab, hintsShown(progress, chapter.id, lab.id), requested);
+  if (!step.isNew) return { step, seen: hintsShown(progress, chapter.id, lab.id) };
+  let seen = step.level;
+  const saved = updateProgress(file, (latest) => {
+    recordHint(latest, chapter.id, lab.id, step.level);
+    seen = hintsShown(latest, chapter.id, lab.id);
+  });
+  return saved.warning === undefined ? { step, seen } : { step, seen, warning: saved.warning };
 }
