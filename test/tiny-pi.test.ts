@@ -6,7 +6,7 @@ import path from "node:path";
 import test from "node:test";
 
 import { repairLinks } from "../scripts/engine/doctor.js";
-import { createLink, expectedLinks, ownBinLinks, practiceLinks } from "../scripts/engine/links.js";
+import { binsIntoKit, createLink, expectedLinks, ownBinLinks, practiceLinks } from "../scripts/engine/links.js";
 import { hasPty, KIT, runCommandInTerminal, spawnProcess, tempDir } from "./helpers.js";
 
 // tiny-pi 是第 13 章做出来的命令。这里证明套件一侧的承诺：npm ci 之后 node_modules/.bin/tiny-pi 就能用，
@@ -221,7 +221,11 @@ test("练习目录的 .bin/tiny-pi 指向练习目录自己的包；套件工作
     writeFileSync(path.join(old, "packages", "pi-course", "bin", "tiny-pi.js"), "// 学习者自己的代码\n");
     for (const link of expectedLinks(kit)) createLink(old, link);
     symlinkSync(path.join(kit, "node_modules", ".bin", "tiny-pi"), path.join(old, "node_modules", ".bin", "tiny-pi"));
+    // 自检与 doctor 用同一条规则认出它：落到套件工作区包里的命令
+    assert.deepEqual(binsIntoKit(kit, old), ["tiny-pi"]);
+    assert.deepEqual(binsIntoKit(kit, practice), []);
     repairLinks(kit, old);
+    assert.deepEqual(binsIntoKit(kit, old), []);
     assert.equal(realpathSync(path.join(old, "node_modules", ".bin", "tiny-pi")), realpathSync(path.join(old, "packages", "pi-course", "bin", "tiny-pi.js")));
   } finally {
     temp.remove();

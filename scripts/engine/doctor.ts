@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 
 import { findChapter, type Chapter } from "./chapters.js";
-import { createLink, isSymlink, linkedGroupDirs, linkTarget, practiceLinks } from "./links.js";
+import { binsIntoKit, createLink, isSymlink, linkedGroupDirs, linkTarget, practiceLinks } from "./links.js";
 import { isCourseError } from "./errors.js";
 import { ensureHistory, inspectHistory, locateGitDir, practiceStart, shortHash, type CourseHistory } from "./history.js";
 import { COURSE_BRANCH, COURSE_PACKAGE, isInside } from "./paths.js";
@@ -410,13 +410,9 @@ export function brokenLinks(kitRoot: string, dir: string): { missing: string[]; 
   const broken: string[] = [];
   const expected = practiceLinks(kitRoot, dir);
   // .bin 里不该有的命令：指向套件工作区包（最终答案）的，修复时删掉。
-  const kitPackages = `${linkTarget(path.join(kitRoot, "packages")) ?? path.join(kitRoot, "packages")}${path.sep}`;
-  const binDir = path.join(target, ".bin");
-  if (!grouped.includes(".bin") && existsSync(binDir) && lstatSync(binDir).isDirectory()) {
-    for (const name of readdirSync(binDir)) {
-      const resolved = linkTarget(path.join(binDir, name));
-      if (resolved?.startsWith(kitPackages) && !expected.some((link) => link.name === `.bin/${name}`)) broken.push(`.bin/${name}`);
-    }
+  // 练习目录自己也有的命令（例如第 13 章起的 tiny-pi）由下面按应有的指向检查，这里不重复记
+  if (!grouped.includes(".bin")) {
+    broken.push(...binsIntoKit(kitRoot, dir).map((name) => `.bin/${name}`).filter((name) => !expected.some((link) => link.name === name)));
   }
   for (const { name, source } of expected) {
     if (grouped.some((group) => name.startsWith(`${group}/`))) continue; // 整组会在修复时换成逐个链接

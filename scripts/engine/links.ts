@@ -100,6 +100,22 @@ function isInside(root: string, file: string): boolean {
   return relative !== "" && !relative.startsWith("..") && !path.isAbsolute(relative);
 }
 
+/**
+ * 练习目录 node_modules/.bin 里落到套件工作区包（最终答案）里的命令，例如旧的练习目录里的 tiny-pi：
+ * npx tiny-pi 要跑学习者自己的代码。自检与 doctor 都用这一条规则；.bin 整个是目录链接时另算（linkedGroupDirs）。
+ */
+export function binsIntoKit(kitRoot: string, dir: string): string[] {
+  const bin = path.join(dir, "node_modules", ".bin");
+  if (!isDirectory(bin)) return [];
+  const kitPackages = realPath(path.join(kitRoot, "packages"));
+  return readdirSync(bin)
+    .filter((name) => {
+      const target = linkTarget(path.join(bin, name));
+      return target !== undefined && isInside(kitPackages, target);
+    })
+    .sort();
+}
+
 /** 练习目录 node_modules 里哪些东西本身就是链接到目录的符号链接（旧布局：整个 @scope 或 .bin）。 */
 export function linkedGroupDirs(dir: string): string[] {
   const modules = path.join(dir, "node_modules");

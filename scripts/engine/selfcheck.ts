@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
-import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 import { focusedGlob } from "./card.js";
@@ -9,7 +9,7 @@ import { checkoutTree, listCommittedFiles, practiceStart, readCommittedFile, sho
 import { citedHashes, lintLesson } from "./lesson.js";
 import { unstatedWording } from "./wording.js";
 import { COURSE_PACKAGE } from "./paths.js";
-import { linkTarget } from "./links.js";
+import { binsIntoKit } from "./links.js";
 import { createPractice, GUIDE_FILE, linkDependencies, PRACTICE_MARKER } from "./practice.js";
 import { buildProject, compiledTestPath, failureMentions, runFilesApart, runTests, type BuildResult, type TestReport } from "./runner.js";
 import { mapInPool } from "./pool.js";
@@ -161,7 +161,7 @@ export async function checkPurity(ctx: SelfCheckContext, chapter: Chapter, pract
   problems.push(...findHintText(chapter, practiceDir));
   problems.push(...findHeldOut(ctx.chapters, practiceDir));
   if (existsSync(path.join(practiceDir, "node_modules", "@pi"))) problems.push("练习目录的 node_modules 里有 @pi（会解析到最终答案）");
-  problems.push(...binsIntoKit(ctx.kitRoot, practiceDir));
+  problems.push(...binsIntoKit(ctx.kitRoot, practiceDir).map((name) => `练习目录的 node_modules/.bin/${name} 指向套件里的最终答案`));
   try {
     createRequire(path.join(practiceDir, "package.json")).resolve("@pi/course/package.json");
     problems.push("练习目录里的 @pi/course 可以被解析到");
@@ -171,15 +171,6 @@ export async function checkPurity(ctx: SelfCheckContext, chapter: Chapter, pract
   return problems;
 }
 
-/** 练习目录 node_modules/.bin 里的命令不能落到套件的工作区包里：npx tiny-pi 要跑学习者自己的代码。 */
-function binsIntoKit(kitRoot: string, practiceDir: string): string[] {
-  const bin = path.join(practiceDir, "node_modules", ".bin");
-  if (!existsSync(bin)) return [];
-  const kitPackages = `${realpathSync(path.join(kitRoot, "packages"))}${path.sep}`;
-  return readdirSync(bin)
-    .filter((name) => linkTarget(path.join(bin, name))?.startsWith(kitPackages) === true)
-    .map((name) => `练习目录的 node_modules/.bin/${name} 指向套件里的最终答案`);
-}
 
 /** 提示只在 npm run hint 后面：练习目录里任何文件（node_modules 除外）都不能含有本章任何一级提示的原文。 */
 export function findHintText(chapter: Chapter, practiceDir: string): string[] {
