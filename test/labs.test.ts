@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { findChapter, loadChapters } from "../scripts/engine/chapters.ts";
-import { firstDeviation, labResults, patternsToIsolate, settledFailure } from "../scripts/engine/labs.ts";
+import { firstDeviation } from "../scripts/engine/deviation.ts";
+import { labResults, patternsToIsolate, settledFailure } from "../scripts/engine/labs.ts";
 import { LESSONS_DIR } from "../scripts/engine/paths.ts";
 import type { BuildResult, TestOutcome } from "../scripts/engine/runner.ts";
 

@@ -7,7 +7,7 @@ import path from "node:path";
 import type { Chapter } from "./chapters.js";
 import { CourseError, usageError } from "./errors.js";
 import { listCommittedFiles, practiceStart, readCommittedFile, shortHash, type CourseHistory } from "./history.js";
-import type { Deviation } from "./labs.js";
+import type { Deviation } from "./deviation.js";
 import { COURSE_PACKAGE } from "./paths.js";
 import { withoutMarkers } from "./regions.js";
 import { practiceTeachingFiles } from "./starter.js";

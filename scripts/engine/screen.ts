@@ -3,7 +3,8 @@ import { inspect, type styleText } from "node:util";
 
 import type { Chapter, Lab } from "./chapters.js";
 import { LADDER_HEIGHT, levelName } from "./hints.js";
-import type { Deviation, LabResult, RunResult } from "./labs.js";
+import type { Deviation } from "./deviation.js";
+import type { LabResult, RunResult } from "./labs.js";
 import type { SourceLocation } from "./runner.js";
 import { shortHash } from "./history.js";
 import { displayWidth, fitText } from "./terminal.js";

@@ -3,7 +3,8 @@ import path from "node:path";
 
 import type { Chapter } from "./chapters.js";
 import { practiceStart, readCommittedFile, type CourseHistory } from "./history.js";
-import { firstDeviation, labResults, patternsToIsolate, settledFailure, type Deviation, type EarlierResult, type LabResult, type TestFileChange } from "./labs.js";
+import { firstDeviation, type Deviation, type TestFileChange } from "./deviation.js";
+import { labResults, patternsToIsolate, settledFailure, type EarlierResult, type LabResult } from "./labs.js";
 import { defaultPracticeDir, readPracticeMarker } from "./practice.js";
 import type { Progress } from "./progress.js";
 import { buildProject, compiledTestPath, failureLocation, isFileFailure, runTests, type BuildResult, type RunOptions, type TestOutcome, type TestReport } from "./runner.js";
