@@ -22,16 +22,21 @@ export function compiledKitCache(kitRoot) {
   return path.join(kitRoot, "node_modules", ".cache", "pi-course-kit");
 }
 
-/** root 下 relative 目录里的全部普通文件（递归），路径相对 root、用 / 分隔；目录不存在时是空的。 */
-export function filesUnder(root, relative) {
+/**
+ * root 下 relative 目录（"." 是 root 本身）里的全部文件（递归），路径相对 root、用 / 分隔；目录不存在时是空的。
+ * 只列普通文件（符号链接不算，也不顺着它走）；skipDirs 里的目录名在任何一层都跳过，例如 node_modules。
+ * 套件里所有“把一棵目录的文件列出来”的地方都用它。
+ */
+export function filesUnder(root, relative, { skipDirs = [] } = {}) {
   const files = [];
   const walk = (dir) => {
     const full = path.join(root, dir);
     if (!existsSync(full)) return;
     for (const entry of readdirSync(full, { withFileTypes: true })) {
-      const child = `${dir}/${entry.name}`;
-      if (entry.isDirectory()) walk(child);
-      else if (entry.isFile()) files.push(child);
+      const child = dir === "." ? entry.name : `${dir}/${entry.name}`;
+      if (entry.isDirectory()) {
+        if (!skipDirs.includes(entry.name)) walk(child);
+      } else if (entry.isFile()) files.push(child);
     }
   };
   walk(relative);

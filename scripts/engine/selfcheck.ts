@@ -9,6 +9,7 @@ import { checkoutTree, listCommittedFiles, practiceStart, readCommittedFile, sho
 import { citedHashes, lintLesson } from "./lesson.js";
 import { unstatedWording } from "./wording.js";
 import { COURSE_PACKAGE } from "./paths.js";
+import { filesUnder } from "../kit-cache.mjs";
 import { binsIntoKit } from "./links.js";
 import { createPractice, GUIDE_FILE, linkDependencies, PRACTICE_MARKER } from "./practice.js";
 import { buildProject, compiledTestPath, failureMentions, runFilesApart, runTests, type BuildResult, type TestReport } from "./runner.js";
@@ -64,7 +65,7 @@ export function checkCitedHashes(ctx: SelfCheckContext, chapter: Chapter): strin
 /** 套件里的 packages/pi-course 必须与历史末端逐文件一致。 */
 export async function checkTipMatchesPackage(ctx: SelfCheckContext): Promise<string[]> {
   const committed = await listCommittedFiles(ctx.kitRoot, ctx.history.tip, COURSE_PACKAGE);
-  const onDisk = listFiles(path.join(ctx.kitRoot, COURSE_PACKAGE), COURSE_PACKAGE);
+  const onDisk = filesUnder(ctx.kitRoot, COURSE_PACKAGE, { skipDirs: ["dist", "node_modules"] });
   const problems: string[] = [];
   for (const file of onDisk) if (!committed.has(file)) problems.push(`${file} 不在课程历史末端里`);
   for (const [file] of committed) {
@@ -75,17 +76,6 @@ export async function checkTipMatchesPackage(ctx: SelfCheckContext): Promise<str
     }
   }
   return problems;
-}
-
-function listFiles(dir: string, prefix: string): string[] {
-  const files: string[] = [];
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    if (entry.name === "dist" || entry.name === "node_modules") continue;
-    const relative = `${prefix}/${entry.name}`;
-    if (entry.isDirectory()) files.push(...listFiles(path.join(dir, entry.name), relative));
-    else files.push(relative);
-  }
-  return files;
 }
 
 // ── 承诺 2 与 6：练习目录 ────────────────────────────────────────
@@ -175,25 +165,14 @@ export async function checkPurity(ctx: SelfCheckContext, chapter: Chapter, pract
 /** 提示只在 npm run hint 后面：练习目录里任何文件（node_modules 除外）都不能含有本章任何一级提示的原文。 */
 export function findHintText(chapter: Chapter, practiceDir: string): string[] {
   const problems: string[] = [];
-  const visit = (dir: string) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) {
-        if (entry.name !== "node_modules") visit(full);
-        continue;
-      }
-      if (!entry.isFile()) continue;
-      const content = readFileSync(full, "utf8");
-      for (const lab of chapter.labs) {
-        for (const level of HINT_LEVELS) {
-          if (content.includes(lab.hints[level])) {
-            problems.push(`练习目录的 ${path.relative(practiceDir, full)} 含有实践 ${lab.id} 的提示（${HINT_LEVEL_NAMES[level]}）原文`);
-          }
-        }
+  for (const file of filesUnder(practiceDir, ".", { skipDirs: ["node_modules"] })) {
+    const content = readFileSync(path.join(practiceDir, file), "utf8");
+    for (const lab of chapter.labs) {
+      for (const level of HINT_LEVELS) {
+        if (content.includes(lab.hints[level])) problems.push(`练习目录的 ${file} 含有实践 ${lab.id} 的提示（${HINT_LEVEL_NAMES[level]}）原文`);
       }
     }
-  };
-  visit(practiceDir);
+  }
   return problems;
 }
 
@@ -214,21 +193,10 @@ export function findHeldOut(chapters: readonly Chapter[], practiceDir: string): 
     }
   }
   if (byContent.size === 0) return problems;
-  const visit = (dir: string) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) {
-        if (entry.name !== "node_modules") visit(full);
-      } else if (entry.isFile()) {
-        const label = byContent.get(readFileSync(full, "utf8"));
-        const relative = path.relative(practiceDir, full);
-        if (label !== undefined && !problems.some((problem) => problem.includes(relative))) {
-          problems.push(`练习目录的 ${relative} 就是${label}`);
-        }
-      }
-    }
-  };
-  visit(practiceDir);
+  for (const file of filesUnder(practiceDir, ".", { skipDirs: ["node_modules"] })) {
+    const label = byContent.get(readFileSync(path.join(practiceDir, file), "utf8"));
+    if (label !== undefined && !problems.some((problem) => problem.includes(file))) problems.push(`练习目录的 ${file} 就是${label}`);
+  }
   return problems;
 }
 
@@ -268,7 +236,7 @@ const cleanBuilds = new Map<string, string>();
 /** packages/pi-course 里除 dist/、node_modules 外每个文件的路径与内容的哈希。 */
 function sourceFingerprint(dir: string): string {
   const hash = createHash("sha1");
-  for (const file of listFiles(path.join(dir, COURSE_PACKAGE), COURSE_PACKAGE).sort()) {
+  for (const file of filesUnder(dir, COURSE_PACKAGE, { skipDirs: ["dist", "node_modules"] }).sort()) {
     hash.update(`${file}\0`).update(readFileSync(path.join(dir, file))).update("\0");
   }
   return hash.digest("hex");
