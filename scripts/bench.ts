@@ -41,6 +41,7 @@ const HELP = `用法：npm run bench [-- --runs N] [--full] [--chapter 章节] [
   verify：第 08 章（连同更早章节）≤ 1.2 s，最后一章 ≤ 2.5 s
   practice（课程历史已缓存）≤ 0.5 s
   第一次构建全部章节的课程历史 ≤ 2 s（在只含主分支的新克隆里测）
+  npm run course -- lint（全部章节的静态检查，不编译）≤ 10 s
   完整的 npm test：不用自检缓存 ≤ 2 分钟，紧接着第二次（自检取自缓存）≤ 45 s（只在加 --full 时测，各一次）
 只报告、不设目标的：练习目录里原样运行课文的命令（npm run build -w @pi/course && node --test 聚焦测试）
   的用时，和它的下限（tsc 本身 + 各项测试自己的用时 + 启动一次 node）；同一个循环换成 TypeScript 5.9 慢几倍。
@@ -220,6 +221,13 @@ await runCommand(async () => {
       historySamples.push(await timed(() => runKitScript(clone, "course", ["history"], env)));
     }
     rows.push(row("history", `首次构建课程历史（全部 ${chapters.length} 章）`, historySamples, TARGETS.history));
+
+    const lintSamples: number[] = [];
+    for (let run = 1; run <= runs; run++) {
+      say(`course lint ${run}/${runs}`);
+      lintSamples.push(await timed(() => runKitScript(KIT_ROOT, "course", ["lint"], env)));
+    }
+    rows.push(row("lint", `course lint（全部 ${chapters.length} 章的静态检查）`, lintSamples, TARGETS.lint));
 
     if (values.full) {
       // 冷：不用自检缓存（与 CI 相同）；热：紧接着再跑一次，输入没变的自检项取自缓存

@@ -69,6 +69,7 @@ test("bench 跑一遍（第 03 章，每项 1 次）：打印性能目标表，�
       "verify",
       "practice",
       "history",
+      "lint",
       "npm-test",
     ],
   );
