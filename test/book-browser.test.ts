@@ -198,3 +198,30 @@ test("在 Chromium 里读书：地图按进度点亮，逐章翻到底再翻回�
 
   assert.deepEqual(problems, []);
 });
+
+test("提示梯子的第 2、3 级一行一条；第 4 级的局部代码和每个代码块都有复制按钮", { skip: SKIP, timeout: 60_000 }, async () => {
+  const page = await context!.newPage();
+  watchProblems(page);
+  const chapter = chapters.find((candidate) => candidate.id === "03")!;
+  const lab = chapter.labs[0]!;
+  await page.goto(`${url}${chapter.dirName}.html`);
+  const ladder = page.locator("section.ladder").first();
+  for (const n of [1, 2, 3, 4]) await ladder.locator(`details.hint[data-level="${n}"] > summary`).click();
+  const lines = (key: "signature" | "pseudocode") => lab.hints[key].split("\n").filter((line) => line.trim() !== "").length;
+  const own = (n: number) => ladder.locator(`details.hint[data-level="${n}"] > .hint-body > ul.hint-lines > li`);
+  assert.equal(await own(2).count(), lines("signature"));
+  assert.equal(await own(3).count(), lines("pseudocode"));
+  // 一行一条：每一项各占一行，上下排开
+  const tops = await own(2).evaluateAll((items) => items.map((item) => item.getBoundingClientRect().top));
+  assert.ok(tops.every((top, index) => index === 0 || top > tops[index - 1]!), `第 2 级的各行应当上下排开：${tops.join(", ")}`);
+
+  // 每个代码块至少一个复制按钮：命令逐条，其余整块
+  const bare = await page.evaluate(() => [...document.querySelectorAll("figure.code")].filter((figure) => !figure.querySelector("button.copy")).length);
+  assert.equal(bare, 0, "有代码块没有复制按钮");
+  const code = ladder.locator('details.hint[data-level="4"] figure.code');
+  await code.locator("button.copy").click();
+  await page.waitForFunction(() => document.querySelector('details.hint[data-level="4"] figure.code button.copy')?.textContent === "已复制");
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), lab.hints.code.replace(/\n$/, ""));
+  await page.close();
+  assert.deepEqual(problems, []);
+});

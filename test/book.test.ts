@@ -22,6 +22,7 @@ const out = path.join(work.dir, "book");
 let chapters: Chapter[];
 let history: CourseHistory;
 let pages: Map<string, string>;
+const md = createMarkdown();
 
 /** 像浏览器那样解码 HTML 里的字符引用（模板只用 &#NN; 和 &amp; 几种）。 */
 function decode(text: string): string {
@@ -158,6 +159,23 @@ describe("npm run book 生成的书", () => {
         const at = html.indexOf(ladder);
         const heading = html.lastIndexOf("<h2", at);
         assert.match(html.slice(heading, heading + 200), new RegExp(`实践 ${lab.id.replace(".", "\\.")} `));
+      });
+    }
+  });
+
+  test("提示梯子的第 2、3 级一行一条：签名和伪代码的每一行是一个列表项，不挤成一段", () => {
+    for (const chapter of chapters) {
+      const html = pages.get(`${chapter.dirName}.html`)!;
+      const ladders = [...html.matchAll(/<section class="ladder"[\s\S]*?<\/section>/g)].map((m) => m[0]);
+      chapter.labs.forEach((lab, index) => {
+        const levels = ladders[index]!.split(/<details class="hint" data-level="\d">/).slice(1);
+        for (const [level, key] of [[2, "signature"], [3, "pseudocode"]] as const) {
+          const own = levels[level - 1]!.split("<details")[0]!;
+          const lines = lab.hints[key].split("\n").filter((line) => line.trim() !== "");
+          const items = [...own.matchAll(/<li>([\s\S]*?)<\/li>/g)].map((m) => decode(m[1]!.replace(/<[^>]+>/g, "")));
+          assert.equal(items.length, lines.length, `${chapter.dirName} 实践 ${lab.id} 第 ${level} 级`);
+          assert.equal(items[0], decode(md.renderInline(lines[0]!.trim()).replace(/<[^>]+>/g, "")));
+        }
       });
     }
   });

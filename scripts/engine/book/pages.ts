@@ -205,7 +205,7 @@ ${commands([
 export function hintLadderHtml(lab: Lab, renderInline: (text: string) => string, where: string): string {
   const levels = HINT_LEVELS.map((level, index) => {
     const text = lab.hints[level];
-    const body = level === "code" ? codeBlock(text, "ts", where) : `<p>${renderInline(text)}</p>`;
+    const body = level === "code" ? codeBlock(text, "ts", where) : level === "file" ? hintParagraphs(text, renderInline) : hintLines(text, renderInline);
     return { summary: `第 ${index + 1} 级 · ${HINT_LEVEL_NAMES[level]}`, body };
   });
   const nested = levels.reduceRight(
@@ -217,6 +217,27 @@ export function hintLadderHtml(lab: Lab, renderInline: (text: string) => string,
 <p class="ladder-title">卡住了？提示一级一级地打开：</p>
 ${nested}
 </section>\n`;
+}
+
+/** 签名与伪代码是一行一条：每行一个列表项，空行分开几组，不挤成一段。 */
+export function hintLines(text: string, renderInline: (text: string) => string): string {
+  return hintGroups(text)
+    .map((group) => `<ul class="hint-lines">\n${group.map((line) => `<li>${renderInline(line)}</li>`).join("\n")}\n</ul>`)
+    .join("\n");
+}
+
+/** 定位文件的说明是几句话：每行一段。 */
+function hintParagraphs(text: string, renderInline: (text: string) => string): string {
+  return hintGroups(text)
+    .map((group) => group.map((line) => `<p>${renderInline(line)}</p>`).join("\n"))
+    .join("\n");
+}
+
+function hintGroups(text: string): string[][] {
+  return text
+    .split(/\n\s*\n/)
+    .map((group) => group.split("\n").map((line) => line.trim()).filter((line) => line !== ""))
+    .filter((group) => group.length > 0);
 }
 
 // ── 封面 ────────────────────────────────────────────────────────

@@ -30,25 +30,38 @@
       return ok;
     }
   }
-  for (const line of document.querySelectorAll(".line.command")) {
-    const text = (line.querySelector(".cmd") ?? line).textContent.trim();
+  function copyButton(text, label) {
     const button = document.createElement("button");
     button.type = "button";
     button.className = "copy";
     button.textContent = "复制";
-    button.dataset.command = text;
-    button.setAttribute("aria-label", `复制命令：${text}`);
+    button.setAttribute("aria-label", label);
     button.addEventListener("click", async () => {
       const ok = await copyText(text);
       button.textContent = ok ? "已复制" : "请手动复制";
       button.classList.toggle("done", ok);
-      status.textContent = ok ? `已复制：${text}` : "浏览器不允许复制，请手动选中命令";
+      status.textContent = ok ? "已复制" : "浏览器不允许复制，请手动选中代码";
       setTimeout(() => {
         button.textContent = "复制";
         button.classList.remove("done");
       }, 1600);
     });
+    return button;
+  }
+  for (const line of document.querySelectorAll(".line.command")) {
+    const text = (line.querySelector(".cmd") ?? line).textContent.trim();
+    const button = copyButton(text, `复制命令：${text}`);
+    button.dataset.command = text;
     line.append(button);
+  }
+  // 其余的代码块（TypeScript、JSON、局部代码提示……）整块复制
+  for (const figure of document.querySelectorAll("figure.code")) {
+    if (figure.querySelector(".line.command")) continue;
+    const code = figure.querySelector("pre code");
+    if (!code) continue;
+    const button = copyButton(code.textContent, "复制这段代码");
+    button.classList.add("block");
+    figure.append(button);
   }
 
   // ← / → 翻页（焦点在输入框、代码块里或按着修饰键时不抢按键）
