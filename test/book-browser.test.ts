@@ -85,6 +85,36 @@ function watchProblems(page: Page): void {
   });
 }
 
+/**
+ * 表格里的 code 在哪些地方折了行：逐字量出每个字所在的行，换行两边都是字母、数字或下划线就是把一个词切开了。
+ * 在空格、汉字、标点（/ . - 等）处换行不算。
+ */
+async function midWordBreaks(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const broken: string[] = [];
+    const word = /[A-Za-z0-9_]/;
+    for (const code of document.querySelectorAll("table code")) {
+      const text = code.textContent ?? "";
+      if (code.getClientRects().length < 2) continue;
+      const node = code.firstChild;
+      if (!(node instanceof Text)) continue;
+      const range = document.createRange();
+      let lastTop: number | undefined;
+      for (let index = 0; index < text.length; index++) {
+        range.setStart(node, index);
+        range.setEnd(node, index + 1);
+        const rect = range.getClientRects()[0];
+        if (!rect || rect.width === 0) continue;
+        if (lastTop !== undefined && rect.top > lastTop + 2 && word.test(text[index - 1] ?? "") && word.test(text[index]!)) {
+          broken.push(`${text.slice(0, index)}⏎${text.slice(index)}`);
+        }
+        lastTop = rect.top;
+      }
+    }
+    return broken;
+  });
+}
+
 async function brokenImages(page: Page): Promise<string[]> {
   return page.evaluate(() => [...document.images].filter((image) => !image.complete || image.naturalWidth === 0).map((image) => image.src));
 }
@@ -134,6 +164,11 @@ test("在 Chromium 里读书：地图按进度点亮，逐章翻到底再翻回�
     assert.match((await page.locator("article h1").textContent()) ?? "", new RegExp(`^第 ${chapter.id} 章`));
     assert.equal(await page.locator(`.sidebar a[aria-current="page"]`).getAttribute("href"), `${chapter.dirName}.html`);
     assert.deepEqual(await brokenImages(page), [], chapter.dirName);
+    // 表格里的标识符不在词中间断开：桌面上、390 px 的手机上都一样
+    assert.deepEqual(await midWordBreaks(page), [], `${chapter.dirName}（1440 px）`);
+    await page.setViewportSize({ width: 390, height: 844 });
+    assert.deepEqual(await midWordBreaks(page), [], `${chapter.dirName}（390 px）`);
+    await page.setViewportSize({ width: 1440, height: 1000 });
     if (index < chapters.length - 1) await page.locator('.pager a[rel="next"]').click();
   }
   assert.equal(await page.locator('.pager a[rel="next"]').count(), 0, "最后一章没有下一页");
