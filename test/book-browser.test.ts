@@ -18,7 +18,8 @@ import { cloneKit, git, KIT, TSX, tempDir } from "./helpers.ts";
  */
 const CHROMIUM = "/usr/bin/chromium";
 const SKIP = existsSync(CHROMIUM) ? false : `没有找到 ${CHROMIUM}，跳过浏览器测试（Debian / Ubuntu 上可以用 sudo apt-get install chromium 安装）`;
-const SCREENSHOTS = path.join(KIT, ".book", "screenshots");
+/** 截图给人看：放在套件根目录的 .book-screenshots/（不进 git），从不放进发布用的 .book/。 */
+const SCREENSHOTS = process.env.PI_COURSE_SCREENSHOTS ?? path.join(KIT, ".book-screenshots");
 
 const work = tempDir("book-browser");
 let kit: string;
@@ -133,7 +134,7 @@ before(async () => {
   context = await chromium.launchPersistentContext(path.join(work.dir, "chromium-profile"), {
     executablePath: CHROMIUM,
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    viewport: { width: 1440, height: 1000 },
+    viewport: { width: 1400, height: 1000 },
   });
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(url).origin });
 });
@@ -165,10 +166,10 @@ test("在 Chromium 里读书：地图按进度点亮，逐章翻到底再翻回�
     assert.equal(await page.locator(`.sidebar a[aria-current="page"]`).getAttribute("href"), `${chapter.dirName}.html`);
     assert.deepEqual(await brokenImages(page), [], chapter.dirName);
     // 表格里的标识符不在词中间断开：桌面上、390 px 的手机上都一样
-    assert.deepEqual(await midWordBreaks(page), [], `${chapter.dirName}（1440 px）`);
+    assert.deepEqual(await midWordBreaks(page), [], `${chapter.dirName}（1400 px）`);
     await page.setViewportSize({ width: 390, height: 844 });
     assert.deepEqual(await midWordBreaks(page), [], `${chapter.dirName}（390 px）`);
-    await page.setViewportSize({ width: 1440, height: 1000 });
+    await page.setViewportSize({ width: 1400, height: 1000 });
     if (index < chapters.length - 1) await page.locator('.pager a[rel="next"]').click();
   }
   assert.equal(await page.locator('.pager a[rel="next"]').count(), 0, "最后一章没有下一页");
@@ -259,4 +260,35 @@ test("提示梯子的第 2、3 级一行一条；第 4 级的局部代码和每�
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), lab.hints.code.replace(/\n$/, ""));
   await page.close();
   assert.deepEqual(problems, []);
+});
+
+test("发布的书不带个人进度：--serve 不往 .book/ 写任何东西；截图存在 .book/ 之外（1400 px 与 390 px，浅色与深色）；找不到的地址是带回封面链接的 404 页", { skip: SKIP, timeout: 60_000 }, async () => {
+  assert.equal(existsSync(path.join(kit, ".book")), false, "预览不应生成 .book/");
+  assert.ok(!path.resolve(SCREENSHOTS).startsWith(path.resolve(KIT, ".book") + path.sep));
+  const page = await context!.newPage();
+  watchProblems(page);
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  for (const [width, height] of [[1400, 1000], [390, 844]] as const) {
+    await page.setViewportSize({ width, height });
+    for (const scheme of ["light", "dark"] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      for (const file of ["index", "05-provider-adapter", "11-context-compaction"]) {
+        await page.goto(`${url}${file}.html`);
+        await page.screenshot({ path: path.join(SCREENSHOTS, `${file}-${width}-${scheme}.png`) });
+      }
+    }
+  }
+  await page.emulateMedia({ colorScheme: "light" });
+  await page.close();
+  assert.deepEqual(problems, []);
+
+  // 404：单独一页，不算进上面的问题清单
+  const lost = await context!.newPage();
+  const response = await lost.goto(`${url}no-such-chapter.html`);
+  assert.equal(response?.status(), 404);
+  assert.equal(await lost.locator("article h1").textContent(), "没有这一页");
+  await lost.locator('main a[href="index.html"]').click();
+  await lost.waitForURL(/index\.html$/);
+  assert.equal(await lost.locator("h1").textContent(), "build-your-own-pi");
+  await lost.close();
 });

@@ -7,7 +7,7 @@ import { after, before, describe, test } from "node:test";
 import { createMarkdown, renderLesson } from "../scripts/engine/book/markdown.ts";
 import { indexBody, sidebarHtml } from "../scripts/engine/book/pages.ts";
 import { serveBook } from "../scripts/engine/book/serve.ts";
-import { buildBook } from "../scripts/engine/book/site.ts";
+import { buildBook, renderBook } from "../scripts/engine/book/site.ts";
 import { BUILD_COMMAND, expectation, runCommand } from "../scripts/engine/card.ts";
 import { loadChapters, type Chapter } from "../scripts/engine/chapters.ts";
 import { isCourseError } from "../scripts/engine/errors.ts";
@@ -55,7 +55,7 @@ describe("npm run book 生成的书", () => {
     const lessonDirs = readdirSync(LESSONS).filter((name) => /^\d{2}-/.test(name) && existsSync(path.join(LESSONS, name, "lesson.md")));
     assert.deepEqual(
       [...pages.keys()].sort(),
-      ["index.html", ...lessonDirs.map((name) => `${name}.html`)].sort(),
+      ["index.html", "404.html", ...lessonDirs.map((name) => `${name}.html`)].sort(),
     );
     for (const chapter of chapters) {
       const html = pages.get(`${chapter.dirName}.html`)!;
@@ -235,7 +235,8 @@ function getWithHost(url: string, host: string): Promise<{ status: number; body:
 
 describe("本地预览", () => {
   test("--serve 只回应 Host 是本机地址的请求：127.0.0.1、localhost、[::1] 加上端口；别的域名一律 403（防 DNS 重绑定）", { timeout: 10_000 }, async () => {
-    const server = await serveBook(out, 0);
+    const site = await renderBook({ kitRoot: KIT, lessonsDir: LESSONS });
+    const server = await serveBook(() => site, 0);
     try {
       const port = new URL(server.url).port;
       for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `LOCALHOST:${port}`]) {
@@ -254,6 +255,54 @@ describe("本地预览", () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+describe("发布版不带个人进度", () => {
+  test("--serve 的带进度版本只在内存里：按进度点亮的页面从服务器送出，磁盘上一个文件也不写", { timeout: 20_000 }, async () => {
+    const targets = Object.fromEntries(Object.entries(history.chapters).map(([id, commits]) => [id, commits.target]));
+    const progress = emptyProgress();
+    progress.verified["00"] = { target: targets["00"]!, verifiedAt: "2026-11-30T10:00:00Z", dir: "/tmp/p00" };
+    const before = readdirSync(work.dir).sort();
+    const site = await renderBook({ kitRoot: KIT, lessonsDir: LESSONS, progress, live: true });
+    const server = await serveBook(() => site, 0);
+    try {
+      const port = new URL(server.url).port;
+      const cover = await getWithHost(server.url, `127.0.0.1:${port}`);
+      assert.equal(cover.status, 200);
+      assert.match(cover.body, /已点亮 1\/\d+ 章/);
+      const css = await getWithHost(`${server.url}assets/book.css`, `127.0.0.1:${port}`);
+      assert.equal(css.status, 200);
+      assert.equal(css.body, readFileSync(path.join(out, "assets", "book.css"), "utf8"));
+    } finally {
+      await server.close();
+    }
+    assert.deepEqual(readdirSync(work.dir).sort(), before, "预览不应写出任何文件");
+    assert.equal(existsSync(path.join(KIT, ".book", "index.html")) && /已点亮/.test(readFileSync(path.join(KIT, ".book", "index.html"), "utf8")), false);
+  });
+
+  test("找不到的地址得到书自己的 404 页（状态码 404），页面上有回封面的链接；发布版里也有这一页", { timeout: 10_000 }, async () => {
+    const site = await renderBook({ kitRoot: KIT, lessonsDir: LESSONS });
+    const server = await serveBook(() => site, 0);
+    try {
+      const port = new URL(server.url).port;
+      for (const missing of ["no-such-page.html", "assets/nope.js", "..%2Fpackage.json"]) {
+        const page = await getWithHost(`${server.url}${missing}`, `127.0.0.1:${port}`);
+        assert.equal(page.status, 404, missing);
+        assert.match(page.body, /没有这一页/, missing);
+        assert.match(page.body, /<a href="index.html">封面与课程地图<\/a>/, missing);
+      }
+    } finally {
+      await server.close();
+    }
+    assert.match(pages.get("404.html")!, /<a href="index.html">封面与课程地图<\/a>/);
+  });
+
+  test("--serve 不接受 --out：带进度的预览不写文件（退出码 2）", async () => {
+    const result = await runScript("book", ["--serve", "--out", path.join(work.dir, "preview")]);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /--serve 不写文件/);
+    assert.equal(existsSync(path.join(work.dir, "preview")), false);
   });
 });
 

@@ -240,6 +240,15 @@ function hintGroups(text: string): string[][] {
     .filter((group) => group.length > 0);
 }
 
+// ── 找不到的页面 ────────────────────────────────────────────────
+
+export function notFoundBody(): string {
+  return `<article class="not-found">
+<h1>没有这一页</h1>
+<p>地址可能打错了，或者这一章改了名字。回到<a href="index.html">封面与课程地图</a>，从那里找你要读的一章。</p>
+</article>`;
+}
+
 // ── 封面 ────────────────────────────────────────────────────────
 
 export function indexBody(view: MapView, first: Chapter | undefined): string {

@@ -8,20 +8,23 @@ import { ensureHistory } from "../history.js";
 import { emptyProgress, type Progress } from "../progress.js";
 import { courseMap } from "../syllabus.js";
 import { createMarkdown, renderLesson } from "./markdown.js";
-import { cardHtml, hintLadderHtml, indexBody, layout, pageFile, sidebarHtml, tocHtml, type MapView, type PageLink } from "./pages.js";
+import { cardHtml, hintLadderHtml, indexBody, layout, notFoundBody, pageFile, sidebarHtml, tocHtml, type MapView, type PageLink } from "./pages.js";
 
 /**
  * 整本书：封面（课程地图）+ 每章一页，课文直接读 lessons/NN-slug/lesson.md，
  * 卡片数据来自 chapter.json 与真实的课程历史。脚本、样式全部来自已安装的 npm 包和本目录的 assets/。
  */
-export interface BookOptions {
+export interface RenderOptions {
   kitRoot: string;
   lessonsDir: string;
-  outDir: string;
   /** 学习者的进度（本地预览时）：地图据此点亮；省略就是发布版，不带任何个人状态。 */
   progress?: Progress;
   /** 本地预览：页面连上服务器，课文一改就刷新。 */
   live?: boolean;
+}
+
+export interface BookOptions extends RenderOptions {
+  outDir: string;
 }
 
 export interface BookPage {
@@ -36,8 +39,18 @@ export interface Book {
   ms: number;
 }
 
-/** 写进 outDir 的东西之外，这些目录重建时保留（浏览器测试的截图放在这里）。 */
-const KEEP = new Set(["screenshots"]);
+/**
+ * 渲染好、还没写到磁盘上的一本书：页面是字符串，附带的文件记着它在磁盘上的位置（mermaid 有 3 MB，用时再读）。
+ * 发布版把它写进输出目录；本地预览直接从内存里送出，带进度的页面从不落到 .book/ 里。
+ */
+export interface BookSite {
+  /** 文件名（相对书的根目录，例如 index.html、assets/book.css）→ 页面 HTML。 */
+  pages: Map<string, string>;
+  /** 文件名 → 磁盘上的源文件。 */
+  assets: Map<string, string>;
+  list: BookPage[];
+  ms: number;
+}
 const OWN_ASSETS = path.join(path.dirname(fileURLToPath(import.meta.url)), "assets");
 
 /** 随书附带的第三方文件：目标名 → 已安装包里的位置。 */
@@ -50,7 +63,15 @@ function vendorAssets(): Record<string, string> {
   };
 }
 
+/** 生成发布版或 --out 指定的目录：先整本渲染好，再清空并写入输出目录。 */
 export async function buildBook(options: BookOptions): Promise<Book> {
+  const started = performance.now();
+  const site = await renderBook(options);
+  writeSite(options.outDir, site);
+  return { outDir: options.outDir, pages: site.list, ms: performance.now() - started };
+}
+
+export async function renderBook(options: RenderOptions): Promise<BookSite> {
   const started = performance.now();
   const chapters = loadChapters(options.lessonsDir);
   const history = await ensureHistory(options.kitRoot, chapters);
@@ -117,33 +138,38 @@ ${lesson.html}${orphanHtml}
     }),
   );
   pages.unshift({ file: "index.html", title: "封面与课程地图" });
+  files.set(NOT_FOUND_PAGE, layout({ title: "没有这一页", body: notFoundBody(), sidebar: sidebarHtml({ map, personal }), live }));
 
-  writeSite(options.outDir, files);
-  return { outDir: options.outDir, pages, ms: performance.now() - started };
+  return { pages: files, assets: assetFiles(), list: pages, ms: performance.now() - started };
+}
+
+/** 找不到的地址显示这一页（静态托管约定的文件名；本地预览也用它）。 */
+export const NOT_FOUND_PAGE = "404.html";
+
+function assetFiles(): Map<string, string> {
+  const assets = new Map<string, string>();
+  for (const name of readdirSync(OWN_ASSETS)) assets.set(`assets/${name}`, path.join(OWN_ASSETS, name));
+  for (const [name, source] of Object.entries(vendorAssets())) {
+    if (!existsSync(source)) throw new CourseError("BOOK_ASSET", `找不到 ${source}：请先运行 npm ci 安装依赖`);
+    assets.set(`assets/${name}`, source);
+  }
+  return assets;
 }
 
 /** 书的输出目录里的标记文件：只有带着它的目录才会在重建时被清空。 */
 export const BOOK_MARKER = ".pi-course-book";
 
-function writeSite(outDir: string, files: ReadonlyMap<string, string>): void {
+function writeSite(outDir: string, site: BookSite): void {
   if (existsSync(outDir)) {
     const entries = readdirSync(outDir);
-    if (entries.some((entry) => !KEEP.has(entry)) && !entries.includes(BOOK_MARKER)) {
+    if (entries.length > 0 && !entries.includes(BOOK_MARKER)) {
       // 重建会清空输出目录：不是书自己生成的目录，一个文件也不动
       throw new CourseError("BOOK_OUT_DIR", `${outDir} 里已经有别的文件，不是书的输出目录；请换一个空目录或不存在的目录，原有文件没有动`);
     }
-    for (const entry of entries) {
-      if (!KEEP.has(entry)) rmSync(path.join(outDir, entry), { recursive: true, force: true });
-    }
+    for (const entry of entries) rmSync(path.join(outDir, entry), { recursive: true, force: true });
   }
-  mkdirSync(outDir, { recursive: true });
+  mkdirSync(path.join(outDir, "assets"), { recursive: true });
   writeFileSync(path.join(outDir, BOOK_MARKER), "npm run book 生成的目录：重建时会整个清空\n");
-  const assets = path.join(outDir, "assets");
-  mkdirSync(assets, { recursive: true });
-  for (const name of readdirSync(OWN_ASSETS)) copyFileSync(path.join(OWN_ASSETS, name), path.join(assets, name));
-  for (const [name, source] of Object.entries(vendorAssets())) {
-    if (!existsSync(source)) throw new CourseError("BOOK_ASSET", `找不到 ${source}：请先运行 npm ci 安装依赖`);
-    copyFileSync(source, path.join(assets, name));
-  }
-  for (const [name, html] of files) writeFileSync(path.join(outDir, name), html);
+  for (const [name, source] of site.assets) copyFileSync(source, path.join(outDir, name));
+  for (const [name, html] of site.pages) writeFileSync(path.join(outDir, name), html);
 }
