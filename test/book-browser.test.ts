@@ -292,3 +292,50 @@ test("发布的书不带个人进度：--serve 不往 .book/ 写任何东西；�
   assert.equal(await lost.locator("h1").textContent(), "build-your-own-pi");
   await lost.close();
 });
+
+/** 看得见的点按目标里，高或宽不到 24 px 的（正文里的行内链接不算）。 */
+async function smallTargets(page: Page): Promise<string[]> {
+  return page.evaluate(() =>
+    [...document.querySelectorAll(".topbar a, .sidebar a, .sidebar button, .toc a, .toc summary, .pager a, button, details.hint > summary")]
+      .filter((element) => element.checkVisibility())
+      .map((element) => ({ element, box: element.getBoundingClientRect() }))
+      .filter(({ box }) => box.width > 0 && (box.height < 24 || box.width < 24))
+      .map(({ element, box }) => `${element.className || element.tagName}「${(element.textContent ?? "").trim().slice(0, 20)}」${Math.round(box.width)}×${Math.round(box.height)}`),
+  );
+}
+
+test("手机上（390 px）：顶上的「章节」按钮拉出课程地图，Esc 收起，点一章就去那一章；点按目标都不小于 24 px；桌面上没有这个按钮", { skip: SKIP, timeout: 60_000 }, async () => {
+  const page = await context!.newPage();
+  watchProblems(page);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${url}05-provider-adapter.html`);
+  const menu = page.locator(".menu-button");
+  const box = await menu.boundingBox();
+  assert.ok(box && box.y < 80, "「章节」按钮在页面顶上");
+  const inView = () => page.locator('#chapters a[aria-current="page"]').evaluate((a) => {
+    const rect = a.getBoundingClientRect();
+    return rect.top >= 0 && rect.bottom <= window.innerHeight && a.checkVisibility();
+  });
+  assert.equal(await inView(), false, "没打开时地图在页末");
+  await menu.click();
+  assert.equal(await menu.getAttribute("aria-expanded"), "true");
+  assert.equal(await inView(), true, "打开后本章就在眼前");
+  assert.deepEqual(await smallTargets(page), []);
+  await page.keyboard.press("Escape");
+  assert.equal(await menu.getAttribute("aria-expanded"), "false");
+  assert.equal(await inView(), false);
+  await menu.click();
+  await page.locator('#chapters a[href="06-tool-contract.html"]').click();
+  await page.waitForURL(/06-tool-contract\.html$/);
+
+  // 章节页上其余的点按目标：目录、提示梯子、复制按钮、翻页
+  await page.locator(".toc summary").click();
+  for (const summary of await page.locator("section.ladder").first().locator("summary").all()) await summary.click();
+  assert.deepEqual(await smallTargets(page), []);
+
+  await page.setViewportSize({ width: 1400, height: 1000 });
+  assert.equal(await page.locator(".menu-button").isVisible(), false, "桌面上地图一直在左栏");
+  assert.deepEqual(await smallTargets(page), []);
+  await page.close();
+  assert.deepEqual(problems, []);
+});

@@ -49,9 +49,9 @@ ${rel}
 </head>
 <body>
 <a class="skip" href="#main">跳到正文</a>
-<header class="topbar"><a class="brand" href="index.html">${BOOK_TITLE}</a><span class="tagline">亲手重建一个迷你 pi 编码智能体</span></header>
+<header class="topbar"><a class="menu-button" href="#chapters" aria-controls="chapters" aria-expanded="false"><span aria-hidden="true">☰</span> 章节</a><a class="brand" href="index.html">${BOOK_TITLE}</a><span class="tagline">亲手重建一个迷你 pi 编码智能体</span></header>
 <div class="layout${input.toc ? "" : " no-toc"}">
-<nav class="sidebar" aria-label="课程地图">
+<nav class="sidebar" id="chapters" aria-label="课程地图">
 ${input.sidebar}
 </nav>
 <main id="main" tabindex="-1">

@@ -64,6 +64,37 @@
     figure.append(button);
   }
 
+  // 手机上的「章节」按钮：把课程地图从侧边拉出来，Esc、关闭按钮或点一章都会收起
+  const menu = document.querySelector(".menu-button");
+  const sidebar = document.getElementById("chapters");
+  if (menu && sidebar) {
+    const close = document.createElement("button");
+    close.type = "button";
+    close.className = "sidebar-close";
+    close.setAttribute("aria-label", "收起章节列表");
+    close.textContent = "✕";
+    sidebar.prepend(close);
+    const setOpen = (open) => {
+      document.body.classList.toggle("menu-open", open);
+      menu.setAttribute("aria-expanded", String(open));
+      if (open) (sidebar.querySelector('a[aria-current="page"]') ?? sidebar.querySelector("a"))?.focus();
+    };
+    menu.addEventListener("click", (event) => {
+      event.preventDefault();
+      setOpen(!document.body.classList.contains("menu-open"));
+    });
+    close.addEventListener("click", () => {
+      setOpen(false);
+      menu.focus();
+    });
+    document.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && document.body.classList.contains("menu-open")) {
+        setOpen(false);
+        menu.focus();
+      }
+    });
+  }
+
   // ← / → 翻页（焦点在输入框、代码块里或按着修饰键时不抢按键）
   document.addEventListener("keydown", (event) => {
     if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey || event.defaultPrevented) return;
