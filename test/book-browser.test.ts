@@ -165,6 +165,13 @@ test("在 Chromium 里读书：地图按进度点亮，逐章翻到底再翻回�
     assert.match((await page.locator("article h1").textContent()) ?? "", new RegExp(`^第 ${chapter.id} 章`));
     assert.equal(await page.locator(`.sidebar a[aria-current="page"]`).getAttribute("href"), `${chapter.dirName}.html`);
     assert.deepEqual(await brokenImages(page), [], chapter.dirName);
+    // 章节卡片是短的：开始这一章在第一屏里，整张卡片不超过两屏
+    const card = await page.evaluate(() => ({
+      start: document.getElementById("开始这一章")!.getBoundingClientRect().top + window.scrollY,
+      height: document.querySelector("section.card")!.getBoundingClientRect().height,
+    }));
+    assert.ok(card.start < 1000, `${chapter.dirName}：「开始这一章」在 ${Math.round(card.start)} px 处`);
+    assert.ok(card.height < 2000, `${chapter.dirName}：章节卡片高 ${Math.round(card.height)} px`);
     // 表格里的标识符不在词中间断开：桌面上、390 px 的手机上都一样
     assert.deepEqual(await midWordBreaks(page), [], `${chapter.dirName}（1400 px）`);
     await page.setViewportSize({ width: 390, height: 844 });
@@ -199,7 +206,7 @@ test("在 Chromium 里读书：地图按进度点亮，逐章翻到底再翻回�
   assert.equal(await page.locator(".line.command button.copy").count(), commandLines);
   const button = page.locator("button.copy").first();
   const command = await button.getAttribute("data-command");
-  assert.match(command ?? "", /^npm run build -w @pi\/course && node --test /);
+  assert.equal(command, "npm run checkpoint -- 03", "卡片最前面是开始这一章的命令");
   await button.click();
   await page.waitForFunction(() => document.querySelector("button.copy")?.textContent === "已复制");
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), command);

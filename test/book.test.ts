@@ -116,8 +116,8 @@ describe("npm run book 生成的书", () => {
       const mermaid = pres.filter((m) => m[0] === '<pre class="mermaid">');
       assert.equal(highlighted.length + mermaid.length, pres.length, `${chapter.dirName}：有没高亮的 <pre>`);
       assert.equal(mermaid.length, diagrams, chapter.dirName);
-      // 课文的代码块 + 卡片里的命令（每个实践一块、开头一块）+ 每个实践的局部代码提示
-      assert.equal(highlighted.length, fences.length - diagrams + chapter.labs.length + 1 + chapter.labs.length, chapter.dirName);
+      // 课文的代码块 + 卡片里的命令（每个实践一块、开始一块、查看改动一块）+ 每个实践的局部代码提示
+      assert.equal(highlighted.length, fences.length - diagrams + chapter.labs.length + 2 + chapter.labs.length, chapter.dirName);
       // 真的上了色：带关键字的 TypeScript 块里有高亮的 span
       for (const block of html.matchAll(/<code class="hljs language-ts">([\s\S]*?)<\/code>/g)) {
         if (/\b(const|let|function|return|import|export|interface|type|class|await)\b/.test(block[1]!.replace(/<[^>]+>/g, ""))) {
@@ -141,6 +141,32 @@ describe("npm run book 生成的书", () => {
         }
       }
       assert.ok(html.includes(`npm run practice -- ${chapter.id}`), chapter.dirName);
+    }
+  });
+
+  test("章节卡片是短的：开始这一章的命令在最前；第一次红灯每个实践只列第一条失败和项数，其余折叠；看答案的 git diff 带着“做完本章再看答案”", () => {
+    for (const chapter of chapters) {
+      const html = pages.get(`${chapter.dirName}.html`)!;
+      const card = html.slice(html.indexOf('<section class="card"'), html.indexOf("</section>", html.indexOf('<section class="card"')));
+      const start = card.indexOf(">开始这一章</h3>");
+      assert.ok(start > 0 && start < card.indexOf(">第一次红灯</h3>") && start < card.indexOf(">实践与预期</h3>"), `${chapter.dirName}：开始这一章在卡片前部`);
+      assert.ok(decode(card.slice(start, card.indexOf("</figure>", start))).includes(`npm run practice -- ${chapter.id}`));
+      const red = card.slice(card.indexOf(">第一次红灯</h3>"), card.indexOf(">实践与预期</h3>"));
+      const visible = red.replace(/<details[\s\S]*?<\/details>/g, "");
+      const shown = [...visible.matchAll(/<li>/g)].length;
+      const folded = [...red.matchAll(/<li>/g)].length - shown;
+      if (chapter.firstRed.kind === "test") {
+        const labsWithFailures = new Set(chapter.firstRed.failures.map((failure) => /^(?:实践\s*)?(\d+\.\d+)/.exec(failure.test)?.[1] ?? ""));
+        assert.equal(shown, labsWithFailures.size, `${chapter.dirName}：每个实践一行`);
+        assert.equal(shown + folded, chapter.firstRed.failures.length, `${chapter.dirName}：一条失败也不丢`);
+        for (const failure of chapter.firstRed.failures) assert.ok(decode(red).includes(failure.test), `${chapter.dirName}：${failure.test}`);
+        if (folded > 0) assert.match(red, new RegExp(`<summary>其余 ${folded} 项</summary>`));
+      }
+      const diff = decode(card.replace(/<[^>]+>/g, ""));
+      const commits = history.chapters[chapter.id]!;
+      const at = diff.indexOf(`git diff ${shortHash(commits.parent)} ${shortHash(commits.target)}`);
+      assert.ok(at > 0, chapter.dirName);
+      assert.ok(diff.slice(Math.max(0, at - 40), at).includes("# 做完本章再看答案"), `${chapter.dirName}：git diff 前面的提醒`);
     }
   });
 

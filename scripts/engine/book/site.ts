@@ -107,7 +107,7 @@ export async function renderBook(options: RenderOptions): Promise<BookSite> {
     const view: MapView = { map, personal, current: chapter.id };
     const body = `<article class="lesson">
 <header class="lesson-head"><p class="eyebrow">第 ${chapter.id} 章 · ${chapter.mode}</p><h1>${md.renderInline(lesson.title)}</h1></header>
-${cardHtml(chapter, history.chapters[chapter.id], chapters)}
+${cardHtml(chapter, history.chapters[chapter.id], chapters, (text) => md.renderInline(text))}
 ${lesson.html}${orphanHtml}
 </article>`;
     const toc = tocHtml([{ level: 2, id: "章节卡片", text: "章节卡片" }, ...lesson.toc]);
