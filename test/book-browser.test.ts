@@ -346,3 +346,35 @@ test("手机上（390 px）：顶上的「章节」按钮拉出课程地图，Es
   await page.close();
   assert.deepEqual(problems, []);
 });
+
+test("全书搜索：按 / 或 s 跳到搜索框；搜中文词和英文标识符都有结果，点结果就到那一章的那一节", { skip: SKIP, timeout: 60_000 }, async () => {
+  const page = await context!.newPage();
+  watchProblems(page);
+  await page.goto(`${url}03-message-ir.html`);
+  const input = page.locator("#search");
+  await page.locator("main").focus();
+  await page.keyboard.press("/");
+  assert.equal(await input.evaluate((element) => element === document.activeElement), true, "/ 聚焦搜索框");
+  await input.fill("上下文");
+  const first = page.locator("#search-results a").first();
+  await first.waitFor();
+  assert.match((await first.textContent()) ?? "", /上下文/);
+  const href = (await first.getAttribute("href"))!;
+  await first.click();
+  await page.waitForURL((target) => target.href.endsWith(href));
+  const [file, anchor] = href.split("#");
+  assert.match(page.url(), new RegExp(`${file}`));
+  if (anchor) assert.equal(await page.locator(`[id="${decodeURIComponent(anchor)}"]`).count(), 1);
+
+  // 另一页上用 s，搜一个英文标识符
+  await page.goto(`${url}index.html`);
+  await page.locator("body").press("s");
+  assert.equal(await input.evaluate((element) => element === document.activeElement), true, "s 聚焦搜索框");
+  await page.keyboard.type("SseDecoder");
+  await page.locator("#search-results a").first().waitFor();
+  assert.match((await page.locator("#search-results a").first().getAttribute("href")) ?? "", /^05-provider-adapter\.html/);
+  await page.keyboard.press("Escape");
+  assert.equal(await page.locator("#search-results").isVisible(), false);
+  await page.close();
+  assert.deepEqual(problems, []);
+});

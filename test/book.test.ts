@@ -4,9 +4,12 @@ import { request } from "node:http";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
+import MiniSearch from "minisearch";
+
 import { createMarkdown, renderLesson } from "../scripts/engine/book/markdown.ts";
 import { indexBody, sidebarHtml } from "../scripts/engine/book/pages.ts";
 import { serveBook } from "../scripts/engine/book/serve.ts";
+import { loadTokenizer, SEARCH_OPTIONS, type SearchSection } from "../scripts/engine/book/search.ts";
 import { buildBook, renderBook } from "../scripts/engine/book/site.ts";
 import { BUILD_COMMAND, expectation, runCommand } from "../scripts/engine/card.ts";
 import { loadChapters, type Chapter } from "../scripts/engine/chapters.ts";
@@ -222,6 +225,42 @@ describe("npm run book 生成的书", () => {
       assert.doesNotMatch(html, /class="lit|已点亮|data-live/, name);
       assert.match(html, /<html lang="zh-CN">/);
     }
+  });
+});
+
+describe("全书搜索", () => {
+  test("索引随书生成、离线可用：每一章的每个小节都在里面，锚点都存在；中文词和英文标识符都搜得到；提示梯子不进索引", () => {
+    const source = readFileSync(path.join(out, "assets", "search-index.js"), "utf8");
+    const holder: { bookSearchIndex?: string } = {};
+    new Function("window", source)(holder);
+    const index = MiniSearch.loadJSON<SearchSection>(holder.bookSearchIndex!, {
+      fields: [...SEARCH_OPTIONS.fields],
+      storeFields: [...SEARCH_OPTIONS.storeFields],
+      tokenize: loadTokenizer(),
+      processTerm: (term) => term,
+    });
+    const stored = Object.values((JSON.parse(holder.bookSearchIndex!) as { storedFields: Record<string, SearchSection> }).storedFields);
+    for (const chapter of chapters) {
+      const page = `${chapter.dirName}.html`;
+      const mine = stored.filter((section) => section.page === page);
+      assert.ok(mine.length > 5, `${page} 的小节`);
+      const ids = idsOf(pages.get(page)!);
+      for (const section of mine) if (section.anchor !== "") assert.ok(ids.has(section.anchor), `${page}#${section.anchor}`);
+    }
+    assert.ok(stored.every((section) => !section.text.includes("卡住了？提示一级一级地打开")), "提示梯子不应进索引");
+    for (const query of ["上下文", "压缩", "SseDecoder", "transcript"]) {
+      const hits = index.search(query, { prefix: true, boost: { title: 3 } });
+      assert.ok(hits.length > 0, query);
+      assert.ok(hits.slice(0, 5).some((hit) => `${hit.title} ${hit.text}`.toLowerCase().includes(query.toLowerCase())), `${query} 的前几条结果里应当有原词`);
+    }
+  });
+
+  test("分词：中文按词切开并补上相邻两字，英文按词、不分大小写", () => {
+    const tokenize = loadTokenizer();
+    const tokens = tokenize("压缩上下文时保留 SseDecoder 的状态");
+    assert.ok(tokens.includes("ssedecoder"), tokens.join(" "));
+    assert.ok(tokens.includes("上下"), tokens.join(" "));
+    assert.ok(tokens.every((token) => token.trim() !== "" && !/[，。 ]/.test(token)), tokens.join(" "));
   });
 });
 

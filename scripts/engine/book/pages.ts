@@ -49,7 +49,8 @@ ${rel}
 </head>
 <body>
 <a class="skip" href="#main">跳到正文</a>
-<header class="topbar"><a class="menu-button" href="#chapters" aria-controls="chapters" aria-expanded="false"><span aria-hidden="true">☰</span> 章节</a><a class="brand" href="index.html">${BOOK_TITLE}</a><span class="tagline">亲手重建一个迷你 pi 编码智能体</span></header>
+<header class="topbar"><a class="menu-button" href="#chapters" aria-controls="chapters" aria-expanded="false"><span aria-hidden="true">☰</span> 章节</a><a class="brand" href="index.html">${BOOK_TITLE}</a><span class="tagline">亲手重建一个迷你 pi 编码智能体</span>
+<form class="search" role="search" hidden><input type="search" id="search" name="q" placeholder="搜索全书（按 / 或 s）" aria-label="搜索全书" autocomplete="off" aria-controls="search-results"><ol class="search-results" id="search-results" aria-live="polite" hidden></ol></form></header>
 <div class="layout${input.toc ? "" : " no-toc"}">
 <nav class="sidebar" id="chapters" aria-label="课程地图">
 ${input.sidebar}

@@ -75,7 +75,7 @@ export function serveBook(source: SiteSource, port: number, host = "127.0.0.1"):
     const page = site.pages.get(name);
     const asset = site.assets.get(name);
     if (page !== undefined) {
-      response.writeHead(200, { "content-type": TYPES[".html"]!, "cache-control": "no-store" });
+      response.writeHead(200, { "content-type": TYPES[path.extname(name)] ?? "text/plain; charset=utf-8", "cache-control": "no-store" });
       response.end(page);
     } else if (asset !== undefined) {
       response.writeHead(200, { "content-type": TYPES[path.extname(name)] ?? "application/octet-stream", "cache-control": "no-store" });

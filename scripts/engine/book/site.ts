@@ -8,6 +8,7 @@ import { ensureHistory } from "../history.js";
 import { emptyProgress, type Progress } from "../progress.js";
 import { courseMap } from "../syllabus.js";
 import { createMarkdown, renderLesson } from "./markdown.js";
+import { lessonSections, searchIndexScript, type SearchSection } from "./search.js";
 import { cardHtml, hintLadderHtml, indexBody, layout, notFoundBody, pageFile, sidebarHtml, tocHtml, type MapView, type PageLink } from "./pages.js";
 
 /**
@@ -44,7 +45,7 @@ export interface Book {
  * 发布版把它写进输出目录；本地预览直接从内存里送出，带进度的页面从不落到 .book/ 里。
  */
 export interface BookSite {
-  /** 文件名（相对书的根目录，例如 index.html、assets/book.css）→ 页面 HTML。 */
+  /** 生成的文件：名字（相对书的根目录，例如 index.html、assets/search-index.js）→ 内容。 */
   pages: Map<string, string>;
   /** 文件名 → 磁盘上的源文件。 */
   assets: Map<string, string>;
@@ -58,6 +59,7 @@ function vendorAssets(): Record<string, string> {
   const mermaidDir = path.dirname(fileURLToPath(import.meta.resolve("mermaid")));
   return {
     "mermaid.min.js": path.join(mermaidDir, "mermaid.min.js"),
+    "minisearch.js": fileURLToPath(new URL("../umd/index.js", import.meta.resolve("minisearch"))),
     "code-light.css": fileURLToPath(import.meta.resolve("highlight.js/styles/github.css")),
     "code-dark.css": fileURLToPath(import.meta.resolve("highlight.js/styles/github-dark.css")),
   };
@@ -84,6 +86,7 @@ export async function renderBook(options: RenderOptions): Promise<BookSite> {
   const pages: BookPage[] = [];
 
   const cover: PageLink = { href: "index.html", label: "封面与课程地图" };
+  const sections: SearchSection[] = [];
   chapters.forEach((chapter, index) => {
     const where = path.posix.join("lessons", chapter.dirName, "lesson.md");
     const labs = new Map(chapter.labs.map((lab) => [lab.id, lab]));
@@ -102,6 +105,7 @@ export async function renderBook(options: RenderOptions): Promise<BookSite> {
     const orphanHtml = orphans
       .map((lab) => `<h2 id="提示-${lab.id}">实践 ${lab.id} 的提示</h2>\n${hintLadderHtml(lab, (text) => md.renderInline(text), where)}`)
       .join("\n");
+    sections.push(...lessonSections(pageFile(chapter), `第 ${chapter.id} 章 · ${chapter.title}`, lesson.html));
     const previous = chapters[index - 1];
     const following = chapters[index + 1];
     const view: MapView = { map, personal, current: chapter.id };
@@ -138,10 +142,14 @@ ${lesson.html}${orphanHtml}
     }),
   );
   pages.unshift({ file: "index.html", title: "封面与课程地图" });
+  files.set(SEARCH_INDEX, searchIndexScript(sections));
   files.set(NOT_FOUND_PAGE, layout({ title: "没有这一页", body: notFoundBody(), sidebar: sidebarHtml({ map, personal }), live }));
 
   return { pages: files, assets: assetFiles(), list: pages, ms: performance.now() - started };
 }
+
+/** 全书搜索的索引：构建时生成的一个普通脚本。 */
+export const SEARCH_INDEX = "assets/search-index.js";
 
 /** 找不到的地址显示这一页（静态托管约定的文件名；本地预览也用它）。 */
 export const NOT_FOUND_PAGE = "404.html";

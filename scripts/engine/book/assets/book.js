@@ -95,6 +95,116 @@
     });
   }
 
+  // 全书搜索：第一次用时才加载 MiniSearch 和构建时生成的索引（普通脚本，file:// 打开也能用）
+  const searchForm = document.querySelector("form.search");
+  const searchInput = document.getElementById("search");
+  const searchResults = document.getElementById("search-results");
+  let searchIndex;
+  let searchLoading;
+  function loadScript(src) {
+    return new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = src;
+      script.addEventListener("load", resolve);
+      script.addEventListener("error", () => reject(new Error(`没能加载 ${src}`)));
+      document.head.append(script);
+    });
+  }
+  function loadSearch() {
+    searchLoading ??= Promise.all(["assets/minisearch.js", "assets/search-tokenize.js", "assets/search-index.js"].map(loadScript)).then(() => {
+      searchIndex = window.MiniSearch.loadJSON(window.bookSearchIndex, {
+        fields: ["title", "text"],
+        storeFields: ["page", "anchor", "chapter", "title", "text"],
+        tokenize: window.tokenizeForSearch,
+        processTerm: (term) => term,
+      });
+    });
+    return searchLoading;
+  }
+  function escapeText(text) {
+    return text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
+  }
+  // 结果里的一小段原文：从第一次出现查询词的地方前后各取一些字，查询词加上 mark
+  function snippet(text, query) {
+    const at = text.toLowerCase().indexOf(query.toLowerCase());
+    const start = Math.max(0, (at < 0 ? 0 : at) - 30);
+    const piece = (start > 0 ? "…" : "") + text.slice(start, start + 110) + (start + 110 < text.length ? "…" : "");
+    if (at < 0) return escapeText(piece);
+    const inner = piece.toLowerCase().indexOf(query.toLowerCase());
+    return escapeText(piece.slice(0, inner)) + `<mark>${escapeText(piece.slice(inner, inner + query.length))}</mark>` + escapeText(piece.slice(inner + query.length));
+  }
+  function showResults() {
+    const query = searchInput.value.trim();
+    if (query === "" || !searchIndex) {
+      searchResults.hidden = true;
+      searchResults.innerHTML = "";
+      return;
+    }
+    // 分词命中之外，原文里一字不差地出现查询词的小节排在前面
+    const lower = query.toLowerCase();
+    const exact = (hit) => (hit.title.toLowerCase().includes(lower) ? 2 : 0) + (hit.text.toLowerCase().includes(lower) ? 1 : 0);
+    const hits = searchIndex
+      .search(query, { prefix: true, boost: { title: 3 } })
+      .map((hit, rank) => ({ hit, rank, exact: exact(hit) }))
+      .sort((a, b) => b.exact - a.exact || a.rank - b.rank)
+      .slice(0, 12)
+      .map(({ hit }) => hit);
+    searchResults.hidden = false;
+    searchResults.innerHTML =
+      hits.length === 0
+        ? `<li class="empty">没有找到「${escapeText(query)}」</li>`
+        : hits
+            .map((hit) => {
+              const href = hit.anchor ? `${hit.page}#${encodeURIComponent(hit.anchor)}` : hit.page;
+              return `<li><a href="${href}"><span class="where">${escapeText(hit.chapter)}</span><span class="heading">${escapeText(hit.title)}</span><span class="snippet">${snippet(hit.text, query)}</span></a></li>`;
+            })
+            .join("");
+  }
+  if (searchForm && searchInput && searchResults) {
+    searchForm.hidden = false;
+    searchForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      searchResults.querySelector("a")?.click();
+    });
+    searchInput.addEventListener("focus", () => void loadSearch().then(showResults, (error) => (status.textContent = error.message)));
+    searchInput.addEventListener("input", () => void loadSearch().then(showResults));
+    searchInput.addEventListener("keydown", (event) => {
+      if (event.key === "ArrowDown") {
+        event.preventDefault();
+        searchResults.querySelector("a")?.focus();
+      }
+    });
+    searchResults.addEventListener("keydown", (event) => {
+      const links = [...searchResults.querySelectorAll("a")];
+      const at = links.indexOf(document.activeElement);
+      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        event.preventDefault();
+        const next = at + (event.key === "ArrowDown" ? 1 : -1);
+        (next < 0 ? searchInput : links[Math.min(next, links.length - 1)]).focus();
+      }
+    });
+    searchForm.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") {
+        searchInput.value = "";
+        showResults();
+        searchInput.blur();
+      }
+    });
+    document.addEventListener("click", (event) => {
+      if (!searchForm.contains(event.target)) searchResults.hidden = true;
+    });
+    // 和 mdBook 一样：按 / 或 s 跳到搜索框
+    document.addEventListener("keydown", (event) => {
+      if (event.altKey || event.ctrlKey || event.metaKey || event.defaultPrevented) return;
+      if (event.key !== "/" && event.key !== "s") return;
+      const target = event.target;
+      if (target instanceof Element && target.closest("input, textarea, select, [contenteditable]")) return;
+      event.preventDefault();
+      searchInput.focus();
+      searchInput.select();
+    });
+  }
+
   // ← / → 翻页（焦点在输入框、代码块里或按着修饰键时不抢按键）
   document.addEventListener("keydown", (event) => {
     if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey || event.defaultPrevented) return;
