@@ -378,3 +378,67 @@ test("全书搜索：按 / 或 s 跳到搜索框；搜中文词和英文标识�
   await page.close();
   assert.deepEqual(problems, []);
 });
+
+test("读得舒服：正文不小于 16 px；图不缩到 0.6 倍以下（放不下就横向滚动）；未点亮不用完成的颜色；刷新后本章目录仍高亮眼前的一节，滚到底是最后一节", { skip: SKIP, timeout: 90_000 }, async () => {
+  const page = await context!.newPage();
+  watchProblems(page);
+  for (const [width, height] of [[1400, 1000], [390, 844]] as const) {
+    await page.setViewportSize({ width, height });
+    for (const name of ["00-prologue", "11-context-compaction"]) {
+      await page.goto(`${url}${name}.html`);
+      const small = await page.evaluate(() =>
+        [...document.querySelectorAll(".lesson > p, .lesson > ul > li, .lesson > ol > li, .lesson td, .card .lead")]
+          .map((element) => ({ text: (element.textContent ?? "").slice(0, 20), size: parseFloat(getComputedStyle(element).fontSize) }))
+          .filter((item) => item.size < 16),
+      );
+      assert.deepEqual(small, [], `${name}（${width} px）的正文字号`);
+      for (const diagram of await page.locator("pre.mermaid").all()) {
+        await diagram.scrollIntoViewIfNeeded();
+        await diagram.locator("svg").waitFor();
+      }
+      const diagrams = await page.evaluate(() =>
+        [...document.querySelectorAll(".diagram")].map((figure) => {
+          const svg = figure.querySelector("svg")!;
+          const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+          const fits = svg.getBoundingClientRect().width <= figure.clientWidth + 1;
+          return { scale, reachable: fits || figure.scrollWidth > figure.clientWidth };
+        }),
+      );
+      assert.ok(diagrams.length > 0, name);
+      for (const diagram of diagrams) {
+        assert.ok(diagram.scale >= 0.6, `${name}（${width} px）：图缩到了 ${diagram.scale.toFixed(2)} 倍`);
+        assert.ok(diagram.reachable, `${name}（${width} px）：图的右边看不到也滚不到`);
+      }
+    }
+  }
+  await page.setViewportSize({ width: 1400, height: 1000 });
+
+  // 封面：00 章点亮、其余未点亮；未点亮的状态字不是“完成”的绿色
+  await page.goto(url);
+  const colours = await page.evaluate(() => ({
+    lit: getComputedStyle(document.querySelector(".chapters li.lit .status")!).color,
+    open: getComputedStyle(document.querySelector(".chapters li.open .status")!).color,
+  }));
+  assert.notEqual(colours.open, colours.lit);
+
+  // 跳到中间一节、刷新：目录仍高亮这一节；滚到页底：最后一节
+  await page.goto(`${url}05-provider-adapter.html`);
+  const target = await page.evaluate(() => {
+    const ids = [...document.querySelectorAll(".toc a")].map((a) => decodeURIComponent((a as HTMLAnchorElement).hash.slice(1)));
+    const tops = ids.map((id) => document.getElementById(id)!.getBoundingClientRect().top + window.scrollY);
+    // 一节至少 600 px 长：跳过去之后下一节还在视口四分之一线以下
+    const index = ids.findIndex((_, i) => i > ids.length / 3 && tops[i + 1] !== undefined && tops[i + 1]! - tops[i]! > 600);
+    return ids[index]!;
+  });
+  await page.goto(`${url}05-provider-adapter.html#${encodeURIComponent(target)}`);
+  const active = () => page.evaluate(() => decodeURIComponent((document.querySelector(".toc a.active") as HTMLAnchorElement | null)?.hash.slice(1) ?? ""));
+  await page.waitForFunction(() => document.querySelector(".toc a.active") !== null);
+  assert.equal(await active(), target);
+  await page.reload();
+  await page.waitForFunction((id) => decodeURIComponent((document.querySelector(".toc a.active") as HTMLAnchorElement | null)?.hash.slice(1) ?? "") === id, target, { timeout: 5_000 });
+  await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+  const last = await page.evaluate(() => decodeURIComponent([...document.querySelectorAll<HTMLAnchorElement>(".toc a")].at(-1)!.hash.slice(1)));
+  await page.waitForFunction((id) => decodeURIComponent((document.querySelector(".toc a.active") as HTMLAnchorElement | null)?.hash.slice(1) ?? "") === id, last, { timeout: 5_000 });
+  await page.close();
+  assert.deepEqual(problems, []);
+});

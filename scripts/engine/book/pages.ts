@@ -3,7 +3,7 @@ import { BUILD_COMMAND, expectation, runCommand } from "../card.js";
 import { shortHash, type ChapterCommits } from "../history.js";
 import { COURSE_BRANCH, COURSE_PACKAGE } from "../paths.js";
 import type { CourseMap, MapEntry } from "../syllabus.js";
-import { codeBlock, escapeHtml, labAnchor, type TocEntry } from "./markdown.js";
+import { codeBlock, escapeHtml, labAnchor, permalink, type TocEntry } from "./markdown.js";
 
 /** 页面模板：纯函数，数据进、HTML 字符串出。 */
 export const BOOK_TITLE = "build-your-own-pi";
@@ -173,12 +173,12 @@ export function cardHtml(chapter: Chapter, commits: ChapterCommits | undefined, 
     .map((lab) => `<p class="lab-command">实践 ${escapeHtml(lab.id)}</p>\n${commands(lab.runs.map((run) => `${BUILD_COMMAND} && ${runCommand(chapter, run)}`))}`)
     .join("\n");
   return `<section class="card" aria-labelledby="章节卡片">
-<h2 id="章节卡片">章节卡片</h2>
+<h2 id="章节卡片">章节卡片${permalink("章节卡片")}</h2>
 <p class="lead">${renderInline(chapter.summary)}</p>
 <ul class="facts">
 <li>约 ${chapter.minutes} 分钟</li><li>难度 ${escapeHtml(chapter.difficulty)}</li><li>模式 ${escapeHtml(chapter.mode)}</li><li>前置 ${prerequisites}</li>
 </ul>
-<h3 id="开始这一章">开始这一章</h3>
+<h3 id="开始这一章">开始这一章${permalink("开始这一章")}</h3>
 ${commands([`npm run checkpoint -- ${chapter.id}`, `npm run practice -- ${chapter.id}`])}
 <h3>第一次红灯</h3>
 ${firstRedHtml(chapter.firstRed, renderInline)}
@@ -196,7 +196,7 @@ ${labCommands}
 <dt>教学文件</dt><dd>${chapter.teachingFiles.map(code).join("、")}</dd>
 <dt>产物</dt><dd>${chapter.artifacts.map(code).join("、")}</dd>
 <dt>聚焦测试</dt><dd>${code(chapter.focusedTest.path)}（${chapter.focusedTest.count} 项）</dd>
-<dt>故障实验</dt><dd>${renderInline(chapter.fault.title)}：应让「${escapeHtml(chapter.fault.test)}」失败</dd>
+<dt>故障实验</dt><dd>${renderInline(chapter.fault.title)}：应让「${renderInline(chapter.fault.test)}」失败</dd>
 </dl>
 <p class="answer-note">查看本章的改动和答案（<strong>做完本章再看答案</strong>）：</p>
 ${commands([
@@ -226,7 +226,7 @@ export function firstRedHtml(firstRed: FirstRed, renderInline: (text: string) =>
   const items: RedItem[] =
     firstRed.kind === "tsc"
       ? firstRed.errors.map((e) => ({ group: "", html: `${code(e.code)} ${code(e.file)}：…${code(e.includes)}…` }))
-      : firstRed.failures.map((f) => ({ group: /^(?:实践\s*)?(\d+\.\d+)/.exec(f.test)?.[1] ?? "", html: `✗ ${escapeHtml(f.test)}：…${code(f.includes)}…` }));
+      : firstRed.failures.map((f) => ({ group: /^(?:实践\s*)?(\d+\.\d+)/.exec(f.test)?.[1] ?? "", html: `✗ ${renderInline(f.test)}：…${code(f.includes)}…` }));
   const groups = new Map<string, RedItem[]>();
   for (const item of items) groups.set(item.group, [...(groups.get(item.group) ?? []), item]);
   const shown: string[] = [];
@@ -250,7 +250,7 @@ export function firstRedHtml(firstRed: FirstRed, renderInline: (text: string) =>
 export function hintLadderHtml(lab: Lab, renderInline: (text: string) => string, where: string): string {
   const levels = HINT_LEVELS.map((level, index) => {
     const text = lab.hints[level];
-    const body = level === "code" ? codeBlock(text, "ts", where) : level === "file" ? hintParagraphs(text, renderInline) : hintLines(text, renderInline);
+    const body = level === "code" ? codeBlock(text, "ts", where) : level === "file" ? hintParagraphs(text, renderInline) : hintLines(text);
     return { summary: `第 ${index + 1} 级 · ${HINT_LEVEL_NAMES[level]}`, body };
   });
   const nested = levels.reduceRight(
@@ -264,10 +264,13 @@ ${nested}
 </section>\n`;
 }
 
-/** 签名与伪代码是一行一条：每行一个列表项，空行分开几组，不挤成一段。 */
-export function hintLines(text: string, renderInline: (text: string) => string): string {
+/**
+ * 签名与伪代码是一行一条：每行一个列表项，空行分开几组，不挤成一段。
+ * 它们是代码式的文字（反引号是 JavaScript 的模板字符串），照原样显示，不当 Markdown 解析。
+ */
+export function hintLines(text: string): string {
   return hintGroups(text)
-    .map((group) => `<ul class="hint-lines">\n${group.map((line) => `<li>${renderInline(line)}</li>`).join("\n")}\n</ul>`)
+    .map((group) => `<ul class="hint-lines">\n${group.map((line) => `<li>${escapeHtml(line)}</li>`).join("\n")}\n</ul>`)
     .join("\n");
 }
 
@@ -296,7 +299,7 @@ export function notFoundBody(): string {
 
 // ── 封面 ────────────────────────────────────────────────────────
 
-export function indexBody(view: MapView, first: Chapter | undefined): string {
+export function indexBody(view: MapView, first: Chapter | undefined, renderInline: (text: string) => string = escapeHtml): string {
   const { map } = view;
   const start = view.personal && map.next ? map.next : first;
   const startLabel = view.personal && map.next ? `继续：第 ${map.next.id} 章 · ${map.next.title}` : `从第 ${first?.id ?? "00"} 章开始`;
@@ -307,7 +310,7 @@ export function indexBody(view: MapView, first: Chapter | undefined): string {
           const state = view.personal ? entry.state : entry.state === "planned" ? "planned" : "open";
           const title = entry.chapter ? `<a href="${pageFile(entry.chapter)}">${escapeHtml(entry.title)}</a>` : escapeHtml(entry.title);
           const about = entry.chapter
-            ? `<p class="about">${escapeHtml(entry.chapter.summary)}</p><p class="meta">${entry.chapter.minutes} 分钟 · ${entry.chapter.difficulty} · ${entry.chapter.mode}</p>`
+            ? `<p class="about">${renderInline(entry.chapter.summary)}</p><p class="meta">${entry.chapter.minutes} 分钟 · ${entry.chapter.difficulty} · ${entry.chapter.mode}</p>`
             : `<p class="meta">未开放</p>`;
           const status = view.personal && entry.chapter ? `<p class="status">${STATE_TEXT[state]}${map.next?.id === entry.id ? " · 下一章" : ""}</p>` : "";
           return `<li class="${state}"><span class="mark" aria-hidden="true">${STATE_MARK[state]}</span><div><h3><span class="num">${entry.id}</span> ${title}</h3>${about}${status}</div></li>`;

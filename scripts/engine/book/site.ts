@@ -7,7 +7,7 @@ import { CourseError } from "../errors.js";
 import { ensureHistory } from "../history.js";
 import { emptyProgress, type Progress } from "../progress.js";
 import { courseMap } from "../syllabus.js";
-import { createMarkdown, renderLesson } from "./markdown.js";
+import { createMarkdown, permalink, renderLesson } from "./markdown.js";
 import { lessonSections, searchIndexScript, type SearchSection } from "./search.js";
 import { cardHtml, hintLadderHtml, indexBody, layout, notFoundBody, pageFile, sidebarHtml, tocHtml, type MapView, type PageLink } from "./pages.js";
 
@@ -103,7 +103,7 @@ export async function renderBook(options: RenderOptions): Promise<BookSite> {
     // 课文里没有对应一节的实践：提示梯子放在正文末尾，一级也不丢
     const orphans = chapter.labs.filter((lab) => !placed.has(lab.id));
     const orphanHtml = orphans
-      .map((lab) => `<h2 id="提示-${lab.id}">实践 ${lab.id} 的提示</h2>\n${hintLadderHtml(lab, (text) => md.renderInline(text), where)}`)
+      .map((lab) => `<h2 id="提示-${lab.id}">实践 ${lab.id} 的提示${permalink(`提示-${lab.id}`)}</h2>\n${hintLadderHtml(lab, (text) => md.renderInline(text), where)}`)
       .join("\n");
     sections.push(...lessonSections(pageFile(chapter), `第 ${chapter.id} 章 · ${chapter.title}`, lesson.html));
     const previous = chapters[index - 1];
@@ -135,7 +135,7 @@ ${lesson.html}${orphanHtml}
     "index.html",
     layout({
       title: "封面与课程地图",
-      body: indexBody({ map, personal }, first),
+      body: indexBody({ map, personal }, first, (text) => md.renderInline(text)),
       sidebar: sidebarHtml({ map, personal }),
       ...(first ? { next: { href: pageFile(first), label: `第 ${first.id} 章 · ${first.title}` } } : {}),
       live,

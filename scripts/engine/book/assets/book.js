@@ -222,28 +222,57 @@
   const toc = document.querySelector(".toc details");
   if (toc && window.matchMedia("(max-width: 1180px)").matches) toc.open = false;
 
-  // 本章目录跟着阅读位置高亮
+  // 本章目录跟着阅读位置高亮：取最后一个已经滚过视口上方四分之一处的标题；
+  // 滚到页底时是最后一节。载入（包括刷新后浏览器恢复滚动位置）时也算一次，不等第一次滚动。
   const links = new Map([...document.querySelectorAll(".toc a")].map((a) => [decodeURIComponent(a.hash.slice(1)), a]));
-  if (links.size > 0 && "IntersectionObserver" in window) {
-    const observer = new IntersectionObserver(
-      (entries) => {
-        for (const entry of entries) {
-          if (!entry.isIntersecting) continue;
-          for (const a of links.values()) a.classList.remove("active");
-          links.get(entry.target.id)?.classList.add("active");
-        }
-      },
-      { rootMargin: "0px 0px -75% 0px" },
-    );
-    for (const id of links.keys()) {
-      const heading = document.getElementById(id);
-      if (heading) observer.observe(heading);
+  const headings = [...links.keys()].map((id) => document.getElementById(id)).filter(Boolean);
+  let tocFrame = 0;
+  function markSection() {
+    tocFrame = 0;
+    if (headings.length === 0) return;
+    const line = window.innerHeight * 0.25;
+    const atBottom = window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 2;
+    let current = headings[0];
+    for (const heading of headings) {
+      if (heading.getBoundingClientRect().top <= line) current = heading;
     }
+    if (atBottom) current = headings[headings.length - 1];
+    for (const [id, a] of links) {
+      const active = id === current.id;
+      a.classList.toggle("active", active);
+      if (active) a.setAttribute("aria-current", "location");
+      else a.removeAttribute("aria-current");
+    }
+  }
+  if (headings.length > 0) {
+    const schedule = () => {
+      if (tocFrame === 0) tocFrame = requestAnimationFrame(markSection);
+    };
+    window.addEventListener("scroll", schedule, { passive: true });
+    window.addEventListener("resize", schedule);
+    window.addEventListener("hashchange", schedule);
+    // 浏览器在 load 之后才恢复刷新前的滚动位置
+    window.addEventListener("load", () => setTimeout(markSection, 0));
+    markSection();
   }
 
   // Mermaid 图：图快要滚进视野时才加载随书附带的 mermaid（3 MB），画成 SVG，配色跟随系统主题
   const diagrams = document.querySelectorAll("pre.mermaid");
   let mermaidLoading = false;
+  // 图不缩到看不清：放不下时最多缩到原来的 0.75，再宽就让图框横向滚动（手机上左右滑动看）
+  const MIN_SCALE = 0.75;
+  function keepReadable() {
+    for (const svg of document.querySelectorAll(".diagram svg")) {
+      const natural = svg.viewBox.baseVal?.width || svg.getBBox().width;
+      if (!natural) continue;
+      svg.style.maxWidth = "none";
+      svg.style.width = `${Math.min(natural, Math.max(natural * MIN_SCALE, svg.parentElement.clientWidth))}px`;
+      svg.style.height = "auto";
+    }
+  }
+  window.addEventListener("resize", () => {
+    if (document.querySelector(".diagram svg")) keepReadable();
+  });
   function drawDiagrams() {
     if (mermaidLoading) return;
     mermaidLoading = true;
@@ -252,7 +281,7 @@
     script.addEventListener("load", () => {
       const dark = window.matchMedia("(prefers-color-scheme: dark)").matches;
       window.mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: dark ? "dark" : "default", fontFamily: getComputedStyle(document.body).fontFamily });
-      window.mermaid.run({ nodes: diagrams }).catch((error) => {
+      window.mermaid.run({ nodes: diagrams }).then(keepReadable, (error) => {
         status.textContent = `图没能画出来，显示的是它的源文字：${error.message}`;
       });
     });
