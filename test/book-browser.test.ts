@@ -174,9 +174,11 @@ test("在 Chromium 里读书：地图按进度点亮，逐章翻到底再翻回�
     assert.ok(card.height < 2000, `${chapter.dirName}：章节卡片高 ${Math.round(card.height)} px`);
     // 表格里的标识符不在词中间断开：桌面上、390 px 的手机上都一样
     assert.deepEqual(await midWordBreaks(page), [], `${chapter.dirName}（1400 px）`);
-    await page.setViewportSize({ width: 390, height: 844 });
-    assert.deepEqual(await midWordBreaks(page), [], `${chapter.dirName}（390 px）`);
-    await page.setViewportSize({ width: 1400, height: 1000 });
+    if (await page.locator("table code").count() > 0) {
+      await page.setViewportSize({ width: 390, height: 844 });
+      assert.deepEqual(await midWordBreaks(page), [], `${chapter.dirName}（390 px）`);
+      await page.setViewportSize({ width: 1400, height: 1000 });
+    }
     if (index < chapters.length - 1) await page.locator('.pager a[rel="next"]').click();
   }
   assert.equal(await page.locator('.pager a[rel="next"]').count(), 0, "最后一章没有下一页");
@@ -279,7 +281,7 @@ test("发布的书不带个人进度：--serve 不往 .book/ 写任何东西；�
     await page.setViewportSize({ width, height });
     for (const scheme of ["light", "dark"] as const) {
       await page.emulateMedia({ colorScheme: scheme });
-      for (const file of ["index", "05-provider-adapter", "11-context-compaction"]) {
+      for (const file of ["index", "05-provider-adapter"]) {
         await page.goto(`${url}${file}.html`);
         await page.screenshot({ path: path.join(SCREENSHOTS, `${file}-${width}-${scheme}.png`) });
       }
@@ -382,20 +384,23 @@ test("全书搜索：按 / 或 s 跳到搜索框；搜中文词和英文标识�
 test("读得舒服：正文不小于 16 px；图不缩到 0.6 倍以下（放不下就横向滚动）；未点亮不用完成的颜色；刷新后本章目录仍高亮眼前的一节，滚到底是最后一节", { skip: SKIP, timeout: 90_000 }, async () => {
   const page = await context!.newPage();
   watchProblems(page);
-  for (const [width, height] of [[1400, 1000], [390, 844]] as const) {
-    await page.setViewportSize({ width, height });
-    for (const name of ["00-prologue", "11-context-compaction"]) {
-      await page.goto(`${url}${name}.html`);
+  for (const name of ["00-prologue", "11-context-compaction"]) {
+    await page.setViewportSize({ width: 1400, height: 1000 });
+    await page.goto(`${url}${name}.html`);
+    for (const diagram of await page.locator("pre.mermaid").all()) {
+      await diagram.scrollIntoViewIfNeeded();
+      await diagram.locator("svg").waitFor();
+    }
+    // 同一页先桌面、再换成手机的宽度：图随窗口重新量过
+    for (const [width, height] of [[1400, 1000], [390, 844]] as const) {
+      await page.setViewportSize({ width, height });
+      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
       const small = await page.evaluate(() =>
         [...document.querySelectorAll(".lesson > p, .lesson > ul > li, .lesson > ol > li, .lesson td, .card .lead")]
           .map((element) => ({ text: (element.textContent ?? "").slice(0, 20), size: parseFloat(getComputedStyle(element).fontSize) }))
           .filter((item) => item.size < 16),
       );
       assert.deepEqual(small, [], `${name}（${width} px）的正文字号`);
-      for (const diagram of await page.locator("pre.mermaid").all()) {
-        await diagram.scrollIntoViewIfNeeded();
-        await diagram.locator("svg").waitFor();
-      }
       const diagrams = await page.evaluate(() =>
         [...document.querySelectorAll(".diagram")].map((figure) => {
           const svg = figure.querySelector("svg")!;
