@@ -381,7 +381,7 @@ test("全书搜索：按 / 或 s 跳到搜索框；搜中文词和英文标识�
   assert.deepEqual(problems, []);
 });
 
-test("读得舒服：正文不小于 16 px；图不缩到 0.6 倍以下（放不下就横向滚动）；未点亮不用完成的颜色；刷新后本章目录仍高亮眼前的一节，滚到底是最后一节", { skip: SKIP, timeout: 90_000 }, async () => {
+test("读得舒服：正文不小于 16 px，中英混排只用一种字体；图不缩到 0.6 倍以下（放不下就横向滚动）；未点亮不用完成的颜色；刷新后本章目录仍高亮眼前的一节，滚到底是最后一节", { skip: SKIP, timeout: 90_000 }, async () => {
   const page = await context!.newPage();
   watchProblems(page);
   for (const name of ["00-prologue", "11-context-compaction"]) {
@@ -417,6 +417,23 @@ test("读得舒服：正文不小于 16 px；图不缩到 0.6 倍以下（放不
     }
   }
   await page.setViewportSize({ width: 1400, height: 1000 });
+
+  // 中英混排的段落里，拉丁字母和汉字用同一种（非等宽）字体：排在前面的中文字体自带拉丁字母
+  await page.goto(`${url}05-provider-adapter.html`);
+  const cdp = await context!.newCDPSession(page);
+  await cdp.send("DOM.enable");
+  await cdp.send("CSS.enable");
+  const { root } = await cdp.send("DOM.getDocument");
+  const { nodeIds } = await cdp.send("DOM.querySelectorAll", { nodeId: root.nodeId, selector: ".lesson > p" });
+  const CJK_FONTS = ["PingFang SC", "Hiragino Sans GB", "Noto Sans CJK SC", "Source Han Sans SC", "Noto Sans SC", "Microsoft YaHei"];
+  for (const nodeId of nodeIds.slice(0, 8)) {
+    const { fonts } = await cdp.send("CSS.getPlatformFontsForNode", { nodeId });
+    const families = new Set(fonts.map((font) => font.familyName).filter((family) => !/mono/i.test(family)));
+    // 机器上没有这几种中文字体时无从比较（CI 用 apt 装上 Noto CJK）
+    if (![...families].some((family) => CJK_FONTS.includes(family))) continue;
+    assert.equal(families.size, 1, `正文用了几种字体：${[...families].join("、")}`);
+  }
+  await cdp.detach();
 
   // 封面：00 章点亮、其余未点亮；未点亮的状态字不是“完成”的绿色
   await page.goto(url);
