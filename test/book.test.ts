@@ -10,7 +10,7 @@ import { createMarkdown, renderLesson } from "../scripts/engine/book/markdown.ts
 import { indexBody, sidebarHtml } from "../scripts/engine/book/pages.ts";
 import { serveBook } from "../scripts/engine/book/serve.ts";
 import { loadTokenizer, SEARCH_OPTIONS, type SearchSection } from "../scripts/engine/book/search.ts";
-import { buildBook, renderBook } from "../scripts/engine/book/site.ts";
+import { buildBook, renderBook, type BookSite } from "../scripts/engine/book/site.ts";
 import { BUILD_COMMAND, expectation, runCommand } from "../scripts/engine/card.ts";
 import { loadChapters, type Chapter } from "../scripts/engine/chapters.ts";
 import { isCourseError } from "../scripts/engine/errors.ts";
@@ -51,6 +51,13 @@ before(async () => {
 });
 
 after(() => work.remove());
+
+/** 不带进度、在内存里渲染的一版，几个预览测试共用（渲染一次要几秒）。 */
+let rendered: Promise<BookSite> | undefined;
+function publicSite(): Promise<BookSite> {
+  rendered ??= renderBook({ kitRoot: KIT, lessonsDir: LESSONS });
+  return rendered;
+}
 
 describe("npm run book 生成的书", () => {
   test("每一章都有一页，不多不少；页面标题就是课文的一级标题", () => {
@@ -314,7 +321,7 @@ function getWithHost(url: string, host: string): Promise<{ status: number; body:
 
 describe("本地预览", () => {
   test("--serve 只回应 Host 是本机地址的请求：127.0.0.1、localhost、[::1] 加上端口；别的域名一律 403（防 DNS 重绑定）", { timeout: 10_000 }, async () => {
-    const site = await renderBook({ kitRoot: KIT, lessonsDir: LESSONS });
+    const site = await publicSite();
     const server = await serveBook(() => site, 0);
     try {
       const port = new URL(server.url).port;
@@ -361,7 +368,7 @@ describe("发布版不带个人进度", () => {
   });
 
   test("找不到的地址得到书自己的 404 页（状态码 404），页面上有回封面的链接；发布版里也有这一页", { timeout: 10_000 }, async () => {
-    const site = await renderBook({ kitRoot: KIT, lessonsDir: LESSONS });
+    const site = await publicSite();
     const server = await serveBook(() => site, 0);
     try {
       const port = new URL(server.url).port;

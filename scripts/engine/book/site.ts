@@ -68,6 +68,8 @@ function vendorAssets(): Record<string, string> {
 /** 生成发布版或 --out 指定的目录：先整本渲染好，再清空并写入输出目录。 */
 export async function buildBook(options: BookOptions): Promise<Book> {
   const started = performance.now();
+  // 先看输出目录能不能用，再花几秒渲染
+  checkOutDir(options.outDir);
   const site = await renderBook(options);
   writeSite(options.outDir, site);
   return { outDir: options.outDir, pages: site.list, ms: performance.now() - started };
@@ -167,14 +169,19 @@ function assetFiles(): Map<string, string> {
 /** 书的输出目录里的标记文件：只有带着它的目录才会在重建时被清空。 */
 export const BOOK_MARKER = ".pi-course-book";
 
+/** 重建会清空输出目录：不是书自己生成的目录，一个文件也不动。 */
+function checkOutDir(outDir: string): void {
+  if (!existsSync(outDir)) return;
+  const entries = readdirSync(outDir);
+  if (entries.length > 0 && !entries.includes(BOOK_MARKER)) {
+    throw new CourseError("BOOK_OUT_DIR", `${outDir} 里已经有别的文件，不是书的输出目录；请换一个空目录或不存在的目录，原有文件没有动`);
+  }
+}
+
 function writeSite(outDir: string, site: BookSite): void {
+  checkOutDir(outDir);
   if (existsSync(outDir)) {
-    const entries = readdirSync(outDir);
-    if (entries.length > 0 && !entries.includes(BOOK_MARKER)) {
-      // 重建会清空输出目录：不是书自己生成的目录，一个文件也不动
-      throw new CourseError("BOOK_OUT_DIR", `${outDir} 里已经有别的文件，不是书的输出目录；请换一个空目录或不存在的目录，原有文件没有动`);
-    }
-    for (const entry of entries) rmSync(path.join(outDir, entry), { recursive: true, force: true });
+    for (const entry of readdirSync(outDir)) rmSync(path.join(outDir, entry), { recursive: true, force: true });
   }
   mkdirSync(path.join(outDir, "assets"), { recursive: true });
   writeFileSync(path.join(outDir, BOOK_MARKER), "npm run book 生成的目录：重建时会整个清空\n");
