@@ -7,10 +7,10 @@ import { after, before, describe, test } from "node:test";
 import MiniSearch from "minisearch";
 
 import { createMarkdown, renderLesson } from "../scripts/engine/book/markdown.ts";
-import { indexBody, sidebarHtml } from "../scripts/engine/book/pages.ts";
+import { indexBody, layout, sidebarHtml } from "../scripts/engine/book/pages.ts";
 import { serveBook } from "../scripts/engine/book/serve.ts";
 import { loadTokenizer, SEARCH_OPTIONS, type SearchSection } from "../scripts/engine/book/search.ts";
-import { buildBook, renderBook, type BookSite } from "../scripts/engine/book/site.ts";
+import { buildBook, type BookSite } from "../scripts/engine/book/site.ts";
 import { BUILD_COMMAND, expectation, runCommand } from "../scripts/engine/card.ts";
 import { loadChapters, type Chapter } from "../scripts/engine/chapters.ts";
 import { isCourseError } from "../scripts/engine/errors.ts";
@@ -52,11 +52,14 @@ before(async () => {
 
 after(() => work.remove());
 
-/** 不带进度、在内存里渲染的一版，几个预览测试共用（渲染一次要几秒）。 */
-let rendered: Promise<BookSite> | undefined;
-function publicSite(): Promise<BookSite> {
-  rendered ??= renderBook({ kitRoot: KIT, lessonsDir: LESSONS });
-  return rendered;
+/**
+ * 预览服务器测试用的书：页面取自上面生成好的那一版，放进内存里的 BookSite（不再渲染一遍，省下几秒）。
+ * 真正的 book --serve 在浏览器测试里跑。
+ */
+function siteFromOut(extra: Record<string, string> = {}): BookSite {
+  const files = new Map([...pages, ...Object.entries(extra)]);
+  const assets = new Map(readdirSync(path.join(out, "assets")).map((name) => [`assets/${name}`, path.join(out, "assets", name)]));
+  return { pages: files, assets, list: [], ms: 0 };
 }
 
 describe("npm run book 生成的书", () => {
@@ -321,7 +324,7 @@ function getWithHost(url: string, host: string): Promise<{ status: number; body:
 
 describe("本地预览", () => {
   test("--serve 只回应 Host 是本机地址的请求：127.0.0.1、localhost、[::1] 加上端口；别的域名一律 403（防 DNS 重绑定）", { timeout: 10_000 }, async () => {
-    const site = await publicSite();
+    const site = siteFromOut();
     const server = await serveBook(() => site, 0);
     try {
       const port = new URL(server.url).port;
@@ -345,12 +348,15 @@ describe("本地预览", () => {
 });
 
 describe("发布版不带个人进度", () => {
-  test("--serve 的带进度版本只在内存里：按进度点亮的页面从服务器送出，磁盘上一个文件也不写", { timeout: 20_000 }, async () => {
+  test("--serve 的带进度版本只在内存里：按进度点亮的页面从服务器送出，换一版只换内存里的书，磁盘上一个文件也不写", { timeout: 20_000 }, async () => {
     const targets = Object.fromEntries(Object.entries(history.chapters).map(([id, commits]) => [id, commits.target]));
     const progress = emptyProgress();
     progress.verified["00"] = { target: targets["00"]!, verifiedAt: "2026-11-30T10:00:00Z", dir: "/tmp/p00" };
     const before = readdirSync(work.dir).sort();
-    const site = await renderBook({ kitRoot: KIT, lessonsDir: LESSONS, progress, live: true });
+    const map = courseMap(chapters, progress, targets);
+    // 带进度的一版只换封面：其余页面照旧，服务器从内存里按名字送出
+    const cover = layout({ title: "封面与课程地图", body: indexBody({ map, personal: true }, chapters[0]), sidebar: sidebarHtml({ map, personal: true }), live: true });
+    let site = siteFromOut({ "index.html": cover });
     const server = await serveBook(() => site, 0);
     try {
       const port = new URL(server.url).port;
@@ -360,6 +366,9 @@ describe("发布版不带个人进度", () => {
       const css = await getWithHost(`${server.url}assets/book.css`, `127.0.0.1:${port}`);
       assert.equal(css.status, 200);
       assert.equal(css.body, readFileSync(path.join(out, "assets", "book.css"), "utf8"));
+      // 重建只是换一份内存里的书：下一次请求就拿到新的
+      site = siteFromOut();
+      assert.doesNotMatch((await getWithHost(server.url, `127.0.0.1:${port}`)).body, /已点亮/);
     } finally {
       await server.close();
     }
@@ -368,7 +377,7 @@ describe("发布版不带个人进度", () => {
   });
 
   test("找不到的地址得到书自己的 404 页（状态码 404），页面上有回封面的链接；发布版里也有这一页", { timeout: 10_000 }, async () => {
-    const site = await publicSite();
+    const site = siteFromOut();
     const server = await serveBook(() => site, 0);
     try {
       const port = new URL(server.url).port;
