@@ -270,21 +270,28 @@ ${nested}
  */
 export function hintLines(text: string): string {
   return hintGroups(text)
-    .map((group) => `<ul class="hint-lines">\n${group.map((line) => `<li>${escapeHtml(line)}</li>`).join("\n")}\n</ul>`)
+    .map((group) => `<ul class="hint-lines">\n${group.map(hintLine).join("\n")}\n</ul>`)
     .join("\n");
+}
+
+/** 伪代码靠行首缩进表示“属于上一行”：缩进保留下来，画成左边距。 */
+function hintLine(line: string): string {
+  const indent = /^ */.exec(line)![0].length;
+  const style = indent > 0 ? ` style="--indent: ${indent}ch"` : "";
+  return `<li${style}>${escapeHtml(line.trim())}</li>`;
 }
 
 /** 定位文件的说明是几句话：每行一段。 */
 function hintParagraphs(text: string, renderInline: (text: string) => string): string {
   return hintGroups(text)
-    .map((group) => group.map((line) => `<p>${renderInline(line)}</p>`).join("\n"))
+    .map((group) => group.map((line) => `<p>${renderInline(line.trim())}</p>`).join("\n"))
     .join("\n");
 }
 
 function hintGroups(text: string): string[][] {
   return text
     .split(/\n\s*\n/)
-    .map((group) => group.split("\n").map((line) => line.trim()).filter((line) => line !== ""))
+    .map((group) => group.split("\n").map((line) => line.trimEnd()).filter((line) => line.trim() !== ""))
     .filter((group) => group.length > 0);
 }
 

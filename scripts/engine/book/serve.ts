@@ -5,7 +5,7 @@ import path from "node:path";
 import { CourseError } from "../errors.js";
 import { NOT_FOUND_PAGE, type BookSite } from "./site.js";
 
-/** 本地预览服务器：只听 127.0.0.1，静态地送出书的目录，并用 Server-Sent Events 通知页面刷新。 */
+/** 本地预览服务器：只听 127.0.0.1，送出内存里的那一版书，并用 Server-Sent Events 通知页面刷新。 */
 export const EVENTS_PATH = "/__book/events";
 
 /** 浏览器发往本机时 Host 头里可能写的名字（比较时不分大小写）。 */
@@ -72,7 +72,7 @@ export function serveBook(source: SiteSource, port: number, host = "127.0.0.1"):
     if (relative.endsWith("/")) relative += "index.html";
     const name = relative.replace(/^\/+/, "");
     const site = source();
-    const page = site.pages.get(name);
+    const page = site.files.get(name);
     const asset = site.assets.get(name);
     if (page !== undefined) {
       response.writeHead(200, { "content-type": TYPES[path.extname(name)] ?? "text/plain; charset=utf-8", "cache-control": "no-store" });
@@ -83,7 +83,7 @@ export function serveBook(source: SiteSource, port: number, host = "127.0.0.1"):
     } else {
       // 找不到的地址：书自己的 404 页，带回封面的链接
       response.writeHead(404, { "content-type": TYPES[".html"]!, "cache-control": "no-store" });
-      response.end(site.pages.get(NOT_FOUND_PAGE) ?? "没有这一页");
+      response.end(site.files.get(NOT_FOUND_PAGE) ?? "没有这一页");
     }
   });
 

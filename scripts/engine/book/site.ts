@@ -46,7 +46,7 @@ export interface Book {
  */
 export interface BookSite {
   /** 生成的文件：名字（相对书的根目录，例如 index.html、assets/search-index.js）→ 内容。 */
-  pages: Map<string, string>;
+  files: Map<string, string>;
   /** 文件名 → 磁盘上的源文件。 */
   assets: Map<string, string>;
   list: BookPage[];
@@ -147,7 +147,7 @@ ${lesson.html}${orphanHtml}
   files.set(SEARCH_INDEX, searchIndexScript(sections));
   files.set(NOT_FOUND_PAGE, layout({ title: "没有这一页", body: notFoundBody(), sidebar: sidebarHtml({ map, personal }), live }));
 
-  return { pages: files, assets: assetFiles(), list: pages, ms: performance.now() - started };
+  return { files, assets: assetFiles(), list: pages, ms: performance.now() - started };
 }
 
 /** 全书搜索的索引：构建时生成的一个普通脚本。 */
@@ -186,5 +186,5 @@ function writeSite(outDir: string, site: BookSite): void {
   mkdirSync(path.join(outDir, "assets"), { recursive: true });
   writeFileSync(path.join(outDir, BOOK_MARKER), "npm run book 生成的目录：重建时会整个清空\n");
   for (const [name, source] of site.assets) copyFileSync(source, path.join(outDir, name));
-  for (const [name, html] of site.pages) writeFileSync(path.join(outDir, name), html);
+  for (const [name, text] of site.files) writeFileSync(path.join(outDir, name), text);
 }
