@@ -2,7 +2,7 @@ import { unwatchFile, watchFile } from "node:fs";
 import path from "node:path";
 
 import { serveBook } from "./engine/book/serve.js";
-import { buildBook, type BookOptions } from "./engine/book/site.js";
+import { buildBook, renderBook, type BookOptions } from "./engine/book/site.js";
 import { paint, parseCommandLine, runCommand, userCwd, warn } from "./engine/cli.js";
 import { usageError } from "./engine/errors.js";
 import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
@@ -19,10 +19,10 @@ const HELP = `用法：npm run book [-- --serve [--port 端口]] [--out 目录]
 所有脚本与样式都来自已安装的 npm 包，离线可用。
 
   （无选项）  生成发布版：不含任何个人进度，打开 .book/index.html 即可阅读
-  --serve     生成并在 http://127.0.0.1:${DEFAULT_PORT}/ 上预览：课程地图按你的进度文件点亮（只读），
-              课文或进度一变页面就自动刷新；Ctrl-C 退出
+  --serve     在 http://127.0.0.1:${DEFAULT_PORT}/ 上预览：课程地图按你的进度文件点亮（只读），
+              课文或进度一变页面就自动刷新；页面只在内存里，不写进 .book/；Ctrl-C 退出
   --port 端口 预览用的端口（默认 ${DEFAULT_PORT}；0 表示随便找一个空闲端口）
-  --out 目录  输出目录（默认 .book/）；重建时整个清空，所以不能是放着别的东西的目录
+  --out 目录  发布版的输出目录（默认 .book/）；重建时整个清空，所以不能是放着别的东西的目录
   --help      显示本说明`;
 
 await runCommand(async () => {
@@ -43,17 +43,18 @@ await runCommand(async () => {
     return;
   }
 
+  if (values.out !== undefined) throw usageError("OUT_WITH_SERVE", "--serve 不写文件（带进度的预览只在内存里），--out 只用于生成发布版");
   const port = values.port === undefined ? DEFAULT_PORT : parsePort(values.port);
   const file = progressPath();
   const build = async () => {
     const { progress, warning } = loadProgress(file);
     warn(warning);
-    return buildBook({ ...base, progress, live: true });
+    return renderBook({ kitRoot: KIT_ROOT, lessonsDir: LESSONS_DIR, progress, live: true });
   };
-  const book = await build();
-  const server = await serveBook(outDir, port);
-  console.log(`本地预览：${paint("cyan", server.url)}（${book.pages.length} 页）`);
-  console.log(paint("dim", `课程地图按 ${file} 点亮（只读）；课文或进度一变就重建并刷新页面。Ctrl-C 退出`));
+  let site = await build();
+  const server = await serveBook(() => site, port);
+  console.log(`本地预览：${paint("cyan", server.url)}（${site.list.length} 页）`);
+  console.log(paint("dim", `课程地图按 ${file} 点亮（只读，页面只在内存里，不写进 .book/）；课文或进度一变就重建并刷新页面。Ctrl-C 退出`));
 
   // 串行重建：重建途中又有改动，结束后再来一次
   let running = false;
@@ -66,6 +67,7 @@ await runCommand(async () => {
     running = true;
     try {
       const rebuilt = await build();
+      site = rebuilt;
       console.log(`${paint("green", "已重建")}（${why}，${(rebuilt.ms / 1000).toFixed(2)} s）`);
       server.reload();
     } catch (error) {

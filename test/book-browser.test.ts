@@ -18,7 +18,8 @@ import { cloneKit, git, KIT, TSX, tempDir } from "./helpers.ts";
  */
 const CHROMIUM = "/usr/bin/chromium";
 const SKIP = existsSync(CHROMIUM) ? false : `没有找到 ${CHROMIUM}，跳过浏览器测试（Debian / Ubuntu 上可以用 sudo apt-get install chromium 安装）`;
-const SCREENSHOTS = path.join(KIT, ".book", "screenshots");
+/** 截图给人看：放在套件根目录的 .book-screenshots/（不进 git），从不放进发布用的 .book/。 */
+const SCREENSHOTS = process.env.PI_COURSE_SCREENSHOTS ?? path.join(KIT, ".book-screenshots");
 
 const work = tempDir("book-browser");
 let kit: string;
@@ -85,6 +86,36 @@ function watchProblems(page: Page): void {
   });
 }
 
+/**
+ * 表格里的 code 在哪些地方折了行：逐字量出每个字所在的行，换行两边都是字母、数字或下划线就是把一个词切开了。
+ * 在空格、汉字、标点（/ . - 等）处换行不算。
+ */
+async function midWordBreaks(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const broken: string[] = [];
+    const word = /[A-Za-z0-9_]/;
+    for (const code of document.querySelectorAll("table code")) {
+      const text = code.textContent ?? "";
+      if (code.getClientRects().length < 2) continue;
+      const node = code.firstChild;
+      if (!(node instanceof Text)) continue;
+      const range = document.createRange();
+      let lastTop: number | undefined;
+      for (let index = 0; index < text.length; index++) {
+        range.setStart(node, index);
+        range.setEnd(node, index + 1);
+        const rect = range.getClientRects()[0];
+        if (!rect || rect.width === 0) continue;
+        if (lastTop !== undefined && rect.top > lastTop + 2 && word.test(text[index - 1] ?? "") && word.test(text[index]!)) {
+          broken.push(`${text.slice(0, index)}⏎${text.slice(index)}`);
+        }
+        lastTop = rect.top;
+      }
+    }
+    return broken;
+  });
+}
+
 async function brokenImages(page: Page): Promise<string[]> {
   return page.evaluate(() => [...document.images].filter((image) => !image.complete || image.naturalWidth === 0).map((image) => image.src));
 }
@@ -103,7 +134,7 @@ before(async () => {
   context = await chromium.launchPersistentContext(path.join(work.dir, "chromium-profile"), {
     executablePath: CHROMIUM,
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    viewport: { width: 1440, height: 1000 },
+    viewport: { width: 1400, height: 1000 },
   });
   await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(url).origin });
 });
@@ -134,6 +165,20 @@ test("在 Chromium 里读书：地图按进度点亮，逐章翻到底再翻回�
     assert.match((await page.locator("article h1").textContent()) ?? "", new RegExp(`^第 ${chapter.id} 章`));
     assert.equal(await page.locator(`.sidebar a[aria-current="page"]`).getAttribute("href"), `${chapter.dirName}.html`);
     assert.deepEqual(await brokenImages(page), [], chapter.dirName);
+    // 章节卡片是短的：开始这一章在第一屏里，整张卡片不超过两屏
+    const card = await page.evaluate(() => ({
+      start: document.getElementById("开始这一章")!.getBoundingClientRect().top + window.scrollY,
+      height: document.querySelector("section.card")!.getBoundingClientRect().height,
+    }));
+    assert.ok(card.start < 1000, `${chapter.dirName}：「开始这一章」在 ${Math.round(card.start)} px 处`);
+    assert.ok(card.height < 2000, `${chapter.dirName}：章节卡片高 ${Math.round(card.height)} px`);
+    // 表格里的标识符不在词中间断开：桌面上、390 px 的手机上都一样
+    assert.deepEqual(await midWordBreaks(page), [], `${chapter.dirName}（1400 px）`);
+    if (await page.locator("table code").count() > 0) {
+      await page.setViewportSize({ width: 390, height: 844 });
+      assert.deepEqual(await midWordBreaks(page), [], `${chapter.dirName}（390 px）`);
+      await page.setViewportSize({ width: 1400, height: 1000 });
+    }
     if (index < chapters.length - 1) await page.locator('.pager a[rel="next"]').click();
   }
   assert.equal(await page.locator('.pager a[rel="next"]').count(), 0, "最后一章没有下一页");
@@ -163,7 +208,7 @@ test("在 Chromium 里读书：地图按进度点亮，逐章翻到底再翻回�
   assert.equal(await page.locator(".line.command button.copy").count(), commandLines);
   const button = page.locator("button.copy").first();
   const command = await button.getAttribute("data-command");
-  assert.match(command ?? "", /^npm run build -w @pi\/course && node --test /);
+  assert.equal(command, "npm run checkpoint -- 03", "卡片最前面是开始这一章的命令");
   await button.click();
   await page.waitForFunction(() => document.querySelector("button.copy")?.textContent === "已复制");
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), command);
@@ -196,5 +241,226 @@ test("在 Chromium 里读书：地图按进度点亮，逐章翻到底再翻回�
   await relit;
   assert.equal(await page.locator('.sidebar li.lit a[href="01-typescript-survival.html"]').count(), 1, "第 01 章应当点亮");
 
+  assert.deepEqual(problems, []);
+});
+
+test("提示梯子的第 2、3 级一行一条；第 4 级的局部代码和每个代码块都有复制按钮", { skip: SKIP, timeout: 60_000 }, async () => {
+  const page = await context!.newPage();
+  watchProblems(page);
+  const chapter = chapters.find((candidate) => candidate.id === "03")!;
+  const lab = chapter.labs[0]!;
+  await page.goto(`${url}${chapter.dirName}.html`);
+  const ladder = page.locator("section.ladder").first();
+  for (const n of [1, 2, 3, 4]) await ladder.locator(`details.hint[data-level="${n}"] > summary`).click();
+  const lines = (key: "signature" | "pseudocode") => lab.hints[key].split("\n").filter((line) => line.trim() !== "").length;
+  const own = (n: number) => ladder.locator(`details.hint[data-level="${n}"] > .hint-body > ul.hint-lines > li`);
+  assert.equal(await own(2).count(), lines("signature"));
+  assert.equal(await own(3).count(), lines("pseudocode"));
+  // 一行一条：每一项各占一行，上下排开
+  const tops = await own(2).evaluateAll((items) => items.map((item) => item.getBoundingClientRect().top));
+  assert.ok(tops.every((top, index) => index === 0 || top > tops[index - 1]!), `第 2 级的各行应当上下排开：${tops.join(", ")}`);
+
+  // 每个代码块至少一个复制按钮：命令逐条，其余整块
+  const bare = await page.evaluate(() => [...document.querySelectorAll("figure.code")].filter((figure) => !figure.querySelector("button.copy")).length);
+  assert.equal(bare, 0, "有代码块没有复制按钮");
+  const code = ladder.locator('details.hint[data-level="4"] figure.code');
+  await code.locator("button.copy").click();
+  await page.waitForFunction(() => document.querySelector('details.hint[data-level="4"] figure.code button.copy')?.textContent === "已复制");
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), lab.hints.code.replace(/\n$/, ""));
+  await page.close();
+  assert.deepEqual(problems, []);
+});
+
+test("发布的书不带个人进度：--serve 不往 .book/ 写任何东西；截图存在 .book/ 之外（1400 px 与 390 px，浅色与深色）；找不到的地址是带回封面链接的 404 页", { skip: SKIP, timeout: 60_000 }, async () => {
+  assert.equal(existsSync(path.join(kit, ".book")), false, "预览不应生成 .book/");
+  assert.ok(!path.resolve(SCREENSHOTS).startsWith(path.resolve(KIT, ".book") + path.sep));
+  const page = await context!.newPage();
+  watchProblems(page);
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  for (const [width, height] of [[1400, 1000], [390, 844]] as const) {
+    await page.setViewportSize({ width, height });
+    for (const scheme of ["light", "dark"] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      for (const file of ["index", "05-provider-adapter"]) {
+        await page.goto(`${url}${file}.html`);
+        await page.screenshot({ path: path.join(SCREENSHOTS, `${file}-${width}-${scheme}.png`) });
+      }
+    }
+  }
+  await page.emulateMedia({ colorScheme: "light" });
+  await page.close();
+  assert.deepEqual(problems, []);
+
+  // 404：单独一页，不算进上面的问题清单
+  const lost = await context!.newPage();
+  const response = await lost.goto(`${url}no-such-chapter.html`);
+  assert.equal(response?.status(), 404);
+  assert.equal(await lost.locator("article h1").textContent(), "没有这一页");
+  await lost.locator('main a[href="index.html"]').click();
+  await lost.waitForURL(/index\.html$/);
+  assert.equal(await lost.locator("h1").textContent(), "build-your-own-pi");
+  await lost.close();
+});
+
+/** 看得见的点按目标里，高或宽不到 24 px 的（正文里的行内链接不算）。 */
+async function smallTargets(page: Page): Promise<string[]> {
+  return page.evaluate(() =>
+    [...document.querySelectorAll(".topbar a, .sidebar a, .sidebar button, .toc a, .toc summary, .pager a, button, details.hint > summary")]
+      .filter((element) => element.checkVisibility())
+      .map((element) => ({ element, box: element.getBoundingClientRect() }))
+      .filter(({ box }) => box.width > 0 && (box.height < 24 || box.width < 24))
+      .map(({ element, box }) => `${element.className || element.tagName}「${(element.textContent ?? "").trim().slice(0, 20)}」${Math.round(box.width)}×${Math.round(box.height)}`),
+  );
+}
+
+test("手机上（390 px）：顶上的「章节」按钮拉出课程地图，Esc 收起，点一章就去那一章；点按目标都不小于 24 px；桌面上没有这个按钮", { skip: SKIP, timeout: 60_000 }, async () => {
+  const page = await context!.newPage();
+  watchProblems(page);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${url}05-provider-adapter.html`);
+  const menu = page.locator(".menu-button");
+  const box = await menu.boundingBox();
+  assert.ok(box && box.y < 80, "「章节」按钮在页面顶上");
+  const inView = () => page.locator('#chapters a[aria-current="page"]').evaluate((a) => {
+    const rect = a.getBoundingClientRect();
+    return rect.top >= 0 && rect.bottom <= window.innerHeight && a.checkVisibility();
+  });
+  assert.equal(await inView(), false, "没打开时地图在页末");
+  await menu.click();
+  assert.equal(await menu.getAttribute("aria-expanded"), "true");
+  assert.equal(await inView(), true, "打开后本章就在眼前");
+  assert.deepEqual(await smallTargets(page), []);
+  await page.keyboard.press("Escape");
+  assert.equal(await menu.getAttribute("aria-expanded"), "false");
+  assert.equal(await inView(), false);
+  await menu.click();
+  await page.locator('#chapters a[href="06-tool-contract.html"]').click();
+  await page.waitForURL(/06-tool-contract\.html$/);
+
+  // 章节页上其余的点按目标：目录、提示梯子、复制按钮、翻页
+  await page.locator(".toc summary").click();
+  for (const summary of await page.locator("section.ladder").first().locator("summary").all()) await summary.click();
+  assert.deepEqual(await smallTargets(page), []);
+
+  await page.setViewportSize({ width: 1400, height: 1000 });
+  assert.equal(await page.locator(".menu-button").isVisible(), false, "桌面上地图一直在左栏");
+  assert.deepEqual(await smallTargets(page), []);
+  await page.close();
+  assert.deepEqual(problems, []);
+});
+
+test("全书搜索：按 / 或 s 跳到搜索框；搜中文词和英文标识符都有结果，点结果就到那一章的那一节", { skip: SKIP, timeout: 60_000 }, async () => {
+  const page = await context!.newPage();
+  watchProblems(page);
+  await page.goto(`${url}03-message-ir.html`);
+  const input = page.locator("#search");
+  await page.locator("main").focus();
+  await page.keyboard.press("/");
+  assert.equal(await input.evaluate((element) => element === document.activeElement), true, "/ 聚焦搜索框");
+  await input.fill("上下文");
+  const first = page.locator("#search-results a").first();
+  await first.waitFor();
+  assert.match((await first.textContent()) ?? "", /上下文/);
+  const href = (await first.getAttribute("href"))!;
+  await first.click();
+  await page.waitForURL((target) => target.href.endsWith(href));
+  const [file, anchor] = href.split("#");
+  assert.match(page.url(), new RegExp(`${file}`));
+  if (anchor) assert.equal(await page.locator(`[id="${decodeURIComponent(anchor)}"]`).count(), 1);
+
+  // 另一页上用 s，搜一个英文标识符
+  await page.goto(`${url}index.html`);
+  await page.locator("body").press("s");
+  assert.equal(await input.evaluate((element) => element === document.activeElement), true, "s 聚焦搜索框");
+  await page.keyboard.type("SseDecoder");
+  await page.locator("#search-results a").first().waitFor();
+  assert.match((await page.locator("#search-results a").first().getAttribute("href")) ?? "", /^05-provider-adapter\.html/);
+  await page.keyboard.press("Escape");
+  assert.equal(await page.locator("#search-results").isVisible(), false);
+  await page.close();
+  assert.deepEqual(problems, []);
+});
+
+test("读得舒服：正文不小于 16 px，中英混排只用一种字体；图不缩到 0.6 倍以下（放不下就横向滚动）；未点亮不用完成的颜色；刷新后本章目录仍高亮眼前的一节，滚到底是最后一节", { skip: SKIP, timeout: 90_000 }, async () => {
+  const page = await context!.newPage();
+  watchProblems(page);
+  for (const name of ["00-prologue", "11-context-compaction"]) {
+    await page.setViewportSize({ width: 1400, height: 1000 });
+    await page.goto(`${url}${name}.html`);
+    for (const diagram of await page.locator("pre.mermaid").all()) {
+      await diagram.scrollIntoViewIfNeeded();
+      await diagram.locator("svg").waitFor();
+    }
+    // 同一页先桌面、再换成手机的宽度：图随窗口重新量过
+    for (const [width, height] of [[1400, 1000], [390, 844]] as const) {
+      await page.setViewportSize({ width, height });
+      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+      const small = await page.evaluate(() =>
+        [...document.querySelectorAll(".lesson > p, .lesson > ul > li, .lesson > ol > li, .lesson td, .card .lead")]
+          .map((element) => ({ text: (element.textContent ?? "").slice(0, 20), size: parseFloat(getComputedStyle(element).fontSize) }))
+          .filter((item) => item.size < 16),
+      );
+      assert.deepEqual(small, [], `${name}（${width} px）的正文字号`);
+      const diagrams = await page.evaluate(() =>
+        [...document.querySelectorAll(".diagram")].map((figure) => {
+          const svg = figure.querySelector("svg")!;
+          const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+          const fits = svg.getBoundingClientRect().width <= figure.clientWidth + 1;
+          return { scale, reachable: fits || figure.scrollWidth > figure.clientWidth };
+        }),
+      );
+      assert.ok(diagrams.length > 0, name);
+      for (const diagram of diagrams) {
+        assert.ok(diagram.scale >= 0.6, `${name}（${width} px）：图缩到了 ${diagram.scale.toFixed(2)} 倍`);
+        assert.ok(diagram.reachable, `${name}（${width} px）：图的右边看不到也滚不到`);
+      }
+    }
+  }
+  await page.setViewportSize({ width: 1400, height: 1000 });
+
+  // 中英混排的段落里，拉丁字母和汉字用同一种（非等宽）字体：排在前面的中文字体自带拉丁字母
+  await page.goto(`${url}05-provider-adapter.html`);
+  const cdp = await context!.newCDPSession(page);
+  await cdp.send("DOM.enable");
+  await cdp.send("CSS.enable");
+  const { root } = await cdp.send("DOM.getDocument");
+  const { nodeIds } = await cdp.send("DOM.querySelectorAll", { nodeId: root.nodeId, selector: ".lesson > p" });
+  const CJK_FONTS = ["PingFang SC", "Hiragino Sans GB", "Noto Sans CJK SC", "Source Han Sans SC", "Noto Sans SC", "Microsoft YaHei"];
+  for (const nodeId of nodeIds.slice(0, 8)) {
+    const { fonts } = await cdp.send("CSS.getPlatformFontsForNode", { nodeId });
+    const families = new Set(fonts.map((font) => font.familyName).filter((family) => !/mono/i.test(family)));
+    // 机器上没有这几种中文字体时无从比较（CI 用 apt 装上 Noto CJK）
+    if (![...families].some((family) => CJK_FONTS.includes(family))) continue;
+    assert.equal(families.size, 1, `正文用了几种字体：${[...families].join("、")}`);
+  }
+  await cdp.detach();
+
+  // 封面：00 章点亮、其余未点亮；未点亮的状态字不是“完成”的绿色
+  await page.goto(url);
+  const colours = await page.evaluate(() => ({
+    lit: getComputedStyle(document.querySelector(".chapters li.lit .status")!).color,
+    open: getComputedStyle(document.querySelector(".chapters li.open .status")!).color,
+  }));
+  assert.notEqual(colours.open, colours.lit);
+
+  // 跳到中间一节、刷新：目录仍高亮这一节；滚到页底：最后一节
+  await page.goto(`${url}05-provider-adapter.html`);
+  const target = await page.evaluate(() => {
+    const ids = [...document.querySelectorAll(".toc a")].map((a) => decodeURIComponent((a as HTMLAnchorElement).hash.slice(1)));
+    const tops = ids.map((id) => document.getElementById(id)!.getBoundingClientRect().top + window.scrollY);
+    // 一节至少 600 px 长：跳过去之后下一节还在视口四分之一线以下
+    const index = ids.findIndex((_, i) => i > ids.length / 3 && tops[i + 1] !== undefined && tops[i + 1]! - tops[i]! > 600);
+    return ids[index]!;
+  });
+  await page.goto(`${url}05-provider-adapter.html#${encodeURIComponent(target)}`);
+  const active = () => page.evaluate(() => decodeURIComponent((document.querySelector(".toc a.active") as HTMLAnchorElement | null)?.hash.slice(1) ?? ""));
+  await page.waitForFunction(() => document.querySelector(".toc a.active") !== null);
+  assert.equal(await active(), target);
+  await page.reload();
+  await page.waitForFunction((id) => decodeURIComponent((document.querySelector(".toc a.active") as HTMLAnchorElement | null)?.hash.slice(1) ?? "") === id, target, { timeout: 5_000 });
+  await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+  const last = await page.evaluate(() => decodeURIComponent([...document.querySelectorAll<HTMLAnchorElement>(".toc a")].at(-1)!.hash.slice(1)));
+  await page.waitForFunction((id) => decodeURIComponent((document.querySelector(".toc a.active") as HTMLAnchorElement | null)?.hash.slice(1) ?? "") === id, last, { timeout: 5_000 });
+  await page.close();
   assert.deepEqual(problems, []);
 });

@@ -50,10 +50,24 @@ export function createMarkdown(): MarkdownIt {
     return codeBlock(fence.content, fence.info, whereOf(env));
   };
   rules.code_block = (tokens, idx, _options, env) => codeBlock(tokens[idx]!.content, "text", whereOf(env));
+  // 二、三级标题末尾一个指向自己的链接（#），方便把某一节的地址发给别人
+  const closeHeading = rules.heading_close ?? ((tokens, idx, options, _env, self) => self.renderToken(tokens, idx, options));
+  rules.heading_close = (tokens, idx, options, env, self) => {
+    const close = tokens[idx]!;
+    const open = tokens[idx - 2];
+    const id = open?.type === "heading_open" ? open.attrGet("id") : null;
+    const link = id !== null && (close.tag === "h2" || close.tag === "h3") ? permalink(String(id)) : "";
+    return link + closeHeading(tokens, idx, options, env, self);
+  };
   // 表格放进可横向滚动的容器，窄屏上不撑破版面
   rules.table_open = () => '<div class="table-wrap"><table>\n';
   rules.table_close = () => "</table></div>\n";
   return md;
+}
+
+/** 标题末尾指向这一节的链接；文字由样式表画出，不进标题的文字（目录、搜索里不会多出 #）。 */
+export function permalink(id: string): string {
+  return `<a class="permalink" href="#${encodeURIComponent(id)}" aria-label="这一节的链接"></a>`;
 }
 
 /** 标题 → 锚点：保留汉字、字母、数字，空白变成连字符。 */
@@ -94,12 +108,17 @@ export function codeBlock(code: string, info: string, where: string): string {
           .split("\n")
           .map((line) =>
             isCommand(line)
-              ? `<span class="line command"><span class="cmd">${highlight(line, lang)}</span></span>`
-              : `<span class="line">${highlight(line, lang)}</span>`,
+              ? `<span class="line command"><span class="cmd">${bashLine(line)}</span></span>`
+              : `<span class="line">${bashLine(line)}</span>`,
           )
           .join("\n")
       : highlight(source, lang);
   return `<figure class="code" data-lang="${lang}"><pre tabindex="0"><code class="hljs language-${lang}">${body}</code></pre></figure>\n`;
+}
+
+/** highlight.js 把 node --test 里的 test 当成 shell 内建命令上色；那是 node 的选项，不是 test 命令。 */
+function bashLine(line: string): string {
+  return highlight(line, "bash").replace(/--<span class="hljs-built_in">([\w-]+)<\/span>/g, "--$1");
 }
 
 /** 一行 bash 是不是可以照抄执行的命令（空行和注释不是）。 */

@@ -1,11 +1,11 @@
-import { createReadStream, existsSync, statSync } from "node:fs";
+import { createReadStream } from "node:fs";
 import { createServer, type ServerResponse } from "node:http";
 import path from "node:path";
 
 import { CourseError } from "../errors.js";
-import { isInside } from "../paths.js";
+import { NOT_FOUND_PAGE, type BookSite } from "./site.js";
 
-/** 本地预览服务器：只听 127.0.0.1，静态地送出书的目录，并用 Server-Sent Events 通知页面刷新。 */
+/** 本地预览服务器：只听 127.0.0.1，送出内存里的那一版书，并用 Server-Sent Events 通知页面刷新。 */
 export const EVENTS_PATH = "/__book/events";
 
 /** 浏览器发往本机时 Host 头里可能写的名字（比较时不分大小写）。 */
@@ -39,7 +39,13 @@ export interface BookServer {
   close(): Promise<void>;
 }
 
-export function serveBook(root: string, port: number, host = "127.0.0.1"): Promise<BookServer> {
+/**
+ * 书从哪里来：给出当前这一版的 BookSite（本地预览在内存里重建，换一版只换这个函数的返回值）。
+ * 页面和附带文件都按名字查；不在书里的名字一律 404，所以访问不到磁盘上的别的文件。
+ */
+export type SiteSource = () => BookSite;
+
+export function serveBook(source: SiteSource, port: number, host = "127.0.0.1"): Promise<BookServer> {
   const listeners = new Set<ServerResponse>();
   const server = createServer((request, response) => {
     const address = server.address();
@@ -64,14 +70,21 @@ export function serveBook(root: string, port: number, host = "127.0.0.1"): Promi
       relative = "";
     }
     if (relative.endsWith("/")) relative += "index.html";
-    const file = path.join(root, relative);
-    if (!isInside(root, file) || !existsSync(file) || !statSync(file).isFile()) {
-      response.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
-      response.end("没有这一页");
-      return;
+    const name = relative.replace(/^\/+/, "");
+    const site = source();
+    const page = site.files.get(name);
+    const asset = site.assets.get(name);
+    if (page !== undefined) {
+      response.writeHead(200, { "content-type": TYPES[path.extname(name)] ?? "text/plain; charset=utf-8", "cache-control": "no-store" });
+      response.end(page);
+    } else if (asset !== undefined) {
+      response.writeHead(200, { "content-type": TYPES[path.extname(name)] ?? "application/octet-stream", "cache-control": "no-store" });
+      createReadStream(asset).pipe(response);
+    } else {
+      // 找不到的地址：书自己的 404 页，带回封面的链接
+      response.writeHead(404, { "content-type": TYPES[".html"]!, "cache-control": "no-store" });
+      response.end(site.files.get(NOT_FOUND_PAGE) ?? "没有这一页");
     }
-    response.writeHead(200, { "content-type": TYPES[path.extname(file)] ?? "application/octet-stream", "cache-control": "no-store" });
-    createReadStream(file).pipe(response);
   });
 
   return new Promise((resolve, reject) => {
