@@ -1,7 +1,7 @@
 import path from "node:path";
 import * as util from "node:util";
 
-import { BUILD_COMMAND, runCommand as focusedRun } from "./engine/card.js";
+import { BUILD_COMMAND, focusedTestCommand } from "./engine/card.js";
 import type { Chapter } from "./engine/chapters.js";
 import { chapterAndDir, paint, print, runCommand, userCwd, parseCommandLine, warn } from "./engine/cli.js";
 import { conflictReport, deviationSummary, planContinue, previousChapter, readLearnerTree, type ContinuePlan } from "./engine/continue.js";
@@ -82,7 +82,7 @@ await runCommand(async () => {
   // 练习目录里的 npm run verify / hint / watch 经 packages/pi-course/kit.mjs 转交给套件，章节与目录由标记补上
   print(`下面三个命令在课程套件根目录 ${KIT_ROOT} 运行（或在练习目录里直接 npm run verify）：`);
   print(`  边写边看：npm run watch -- ${chapter.id}    卡住时：npm run hint -- ${chapter.id}    做完后：npm run verify -- ${chapter.id}`);
-  print("", "先读 LEARNING.md，再运行：", `  cd ${dir}`, `  ${BUILD_COMMAND} && ${focusedRun(chapter, {})}`);
+  print("", "先读 LEARNING.md，再运行：", `  cd ${dir}`, `  ${BUILD_COMMAND} && ${focusedTestCommand(chapter, {})}`);
 });
 
 /**

@@ -11,7 +11,7 @@ import { indexBody, layout, sidebarHtml } from "../scripts/engine/book/pages.ts"
 import { serveBook } from "../scripts/engine/book/serve.ts";
 import { loadTokenizer, SEARCH_OPTIONS, type SearchSection } from "../scripts/engine/book/search.ts";
 import { buildBook, type BookSite } from "../scripts/engine/book/site.ts";
-import { BUILD_COMMAND, expectation, runCommand } from "../scripts/engine/card.ts";
+import { BUILD_COMMAND, expectation, focusedTestCommand } from "../scripts/engine/card.ts";
 import { loadChapters, type Chapter } from "../scripts/engine/chapters.ts";
 import { isCourseError } from "../scripts/engine/errors.ts";
 import { ensureHistory, shortHash, type CourseHistory } from "../scripts/engine/history.ts";
@@ -148,7 +148,7 @@ describe("npm run book 生成的书", () => {
       assert.ok(html.includes(chapter.firstRed.summary), chapter.dirName);
       for (const lab of chapter.labs) {
         for (const run of lab.runs) {
-          assert.ok(html.replace(/<\/?code>/g, "").includes(`${BUILD_COMMAND} && ${runCommand(chapter, run)}`), `${chapter.dirName} 实践 ${lab.id}`);
+          assert.ok(html.replace(/<\/?code>/g, "").includes(`${BUILD_COMMAND} && ${focusedTestCommand(chapter, run)}`), `${chapter.dirName} 实践 ${lab.id}`);
           assert.ok(html.includes(expectation(run)), chapter.dirName);
         }
       }

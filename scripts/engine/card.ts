@@ -18,7 +18,8 @@ export function focusedGlob(chapter: Chapter): string {
   return `${COURSE_PACKAGE}/dist/test/${chapter.id}-*.test.js`;
 }
 
-export function runCommand(chapter: Chapter, run: Pick<TestRun, "pattern">): string {
+/** 运行本章聚焦测试（可带一个实践的名称过滤）的那条命令，原样印在卡片、书和 practice 的输出里。 */
+export function focusedTestCommand(chapter: Chapter, run: Pick<TestRun, "pattern">): string {
   const pattern = run.pattern === undefined ? "" : ` --test-name-pattern="${run.pattern}"`;
   return `node --test${pattern} ${focusedGlob(chapter)}`;
 }
@@ -92,7 +93,7 @@ export function renderCard(chapter: Chapter, history: CourseHistory, paint: Pain
   if (steps.length > 0) lines.push(`  ${steps.map(([id, hash]) => `步骤 ${id} ${hash}`).join("    ")}`);
   const red = briefFirstRed(chapter.firstRed).map((line) => `  ${md(line).replace(/^(\s*)✗/, (_, space: string) => `${space}${paint("red", "✗")}`)}`);
   lines.push("", heading("第一次红灯："), ...red);
-  lines.push(heading("每个实践的命令（<模式> 见各行）："), `  ${command(`${BUILD_COMMAND} && ${runCommand(chapter, { pattern: "<模式>" })}`)}`);
+  lines.push(heading("每个实践的命令（<模式> 见各行）："), `  ${command(`${BUILD_COMMAND} && ${focusedTestCommand(chapter, { pattern: "<模式>" })}`)}`);
   const titleWidth = Math.max(...chapter.labs.map((lab) => displayWidth(`实践 ${lab.id} · ${lab.title}`)));
   for (const lab of chapter.labs) {
     const runs = lab.runs.map((run) => `${run.pattern === undefined ? "整个文件" : `"${run.pattern}"`} → ${expectation(run)}`).join("，然后 ");
@@ -147,7 +148,7 @@ export function renderPracticeGuide(chapter: Chapter, history: CourseHistory): s
     "## 第一次运行",
     "",
     "```bash",
-    `${BUILD_COMMAND} && ${runCommand(chapter, {})}`,
+    `${BUILD_COMMAND} && ${focusedTestCommand(chapter, {})}`,
     "```",
     "",
     "两条命令用 && 连起来：build 失败时不再运行测试，免得测到 dist 里上一次编译留下的旧代码。",
@@ -171,7 +172,7 @@ export function renderPracticeGuide(chapter: Chapter, history: CourseHistory): s
   for (const lab of chapter.labs) {
     out.push(`## 实践 ${lab.id} · ${lab.title}`, "", `目标：${lab.goal}`, "");
     out.push(`文件：${lab.files.map((file) => `\`${file}\``).join("、")}`, "", "```bash");
-    for (const run of lab.runs) out.push(`${BUILD_COMMAND} && ${runCommand(chapter, run)}`);
+    for (const run of lab.runs) out.push(`${BUILD_COMMAND} && ${focusedTestCommand(chapter, run)}`);
     out.push("```", "", `预期：${lab.runs.map(expectation).join("，然后 ")}`, "");
     out.push(`怎么做见课文「实践 ${lab.id}」一节；卡住了：\`npm run hint -- ${chapter.id} ${lab.id}\`（一次一级：${HINT_LEVELS.map((level) => HINT_LEVEL_NAMES[level]).join(" → ")}）。`, "");
   }

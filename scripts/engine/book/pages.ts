@@ -1,5 +1,5 @@
 import { HINT_LEVELS, HINT_LEVEL_NAMES, type Chapter, type FirstRed, type Lab } from "../chapters.js";
-import { BUILD_COMMAND, expectation, runCommand } from "../card.js";
+import { BUILD_COMMAND, expectation, focusedTestCommand } from "../card.js";
 import { shortHash, type ChapterCommits } from "../history.js";
 import { COURSE_BRANCH, COURSE_PACKAGE } from "../paths.js";
 import type { CourseMap, MapEntry } from "../syllabus.js";
@@ -170,7 +170,7 @@ export function cardHtml(chapter: Chapter, commits: ChapterCommits | undefined, 
     .join("\n");
   // 每个实践的命令很长：折叠起来，要用时再展开复制
   const labCommands = chapter.labs
-    .map((lab) => `<p class="lab-command">实践 ${escapeHtml(lab.id)}</p>\n${commands(lab.runs.map((run) => `${BUILD_COMMAND} && ${runCommand(chapter, run)}`))}`)
+    .map((lab) => `<p class="lab-command">实践 ${escapeHtml(lab.id)}</p>\n${commands(lab.runs.map((run) => `${BUILD_COMMAND} && ${focusedTestCommand(chapter, run)}`))}`)
     .join("\n");
   return `<section class="card" aria-labelledby="章节卡片">
 <h2 id="章节卡片">章节卡片${permalink("章节卡片")}</h2>
