@@ -365,7 +365,8 @@ test("12.4 运行器自己就和 signal 赛跑：不经循环直接调用，abor
     pi.on("tool_call", () => never);
     pi.on("tool_result", () => never);
   });
-  const runner = new ExtensionRunner([stuck]);
+  const errors: ExtensionError[] = [];
+  const runner = new ExtensionRunner([stuck], { onError: (error) => errors.push(error) });
   const controller = new AbortController();
   const call = runner.emitToolCall({ type: "tool_call", toolCallId: "c1", toolName: "bash", input: {} }, controller.signal);
   const result = runner.emitToolResult(
@@ -375,6 +376,7 @@ test("12.4 运行器自己就和 signal 赛跑：不经循环直接调用，abor
   controller.abort();
   assert.deepEqual(await call, { block: true, reason: ABORTED_BEFORE_CHECK });
   assert.equal(await result, undefined, "abort 时什么都还没改写：交回 undefined，用原来的结果");
+  assert.deepEqual(errors, [], "abort 不是扩展的错：不该报告");
 });
 
 test("12.4 运行器交给每个处理器的是副本：处理器改了事件里的消息，调用方手里的那一份不变", { timeout: 2_000 }, async () => {
