@@ -15,7 +15,8 @@ import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
-import { extensionFromFactory, withTimeout, type Extension, type ExtensionError, type ExtensionFactory } from "./extensions.js";
+import { withTimeout } from "./agent.js";
+import { extensionFromFactory, type Extension, type ExtensionError, type ExtensionFactory } from "./extensions.js";
 
 // ── 类型 ────────────────────────────────────────────────────────
 

@@ -10,11 +10,12 @@
  *   处理器拿到的是快照：改它给的对象，改不到 transcript，也改不到下一次请求。
  *   tool_result 的改写要先过形状检查：进 transcript 的东西必须能写进会话文件。
  *   tool_call / tool_result 的处理器和这次运行一起被 abort：一个不结束的处理器拖不住 Agent。
- *   生命周期处理器有时限（与加载扩展同一个 withTimeout）：过了时限就报告它、不再等，prompt() 照常返回。
+ *   生命周期处理器有时限（第 09 章的 withTimeout，加载扩展也用它）：过了时限就报告它、不再等，prompt() 照常返回。
  *   登记的工具先过检查：形状不对、与已有工具同名的那一项报告后丢掉，别的照常。
  *   context 与 context_with_system 只改这一次请求：它们跑在 transformContext 里，不写进会话。
  */
 
+import { withTimeout } from "./agent.js";
 import { ABORTED, untilAborted } from "./agent-loop.js";
 import type { CustomMessageInput } from "./agent-session.js";
 import type {
@@ -194,22 +195,6 @@ const NEVER_ABORTED = new AbortController().signal;
 
 /** 生命周期处理器默认最多等 5 秒：prompt() 在返回之前等这些事件送达，一个不结束的处理器不能让它永远不返回。 */
 export const DEFAULT_HANDLER_TIMEOUT_MS = 5_000;
-
-/**
- * 等 promise，最多 ms 毫秒，超时就以 message reject；计时器无论如何都清掉，不让它拖住进程退出。
- * 扩展的代码在两处可能永远不结束：加载时（extension-loader.ts）和生命周期事件里（emit），两处都用它。
- */
-export async function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 export class ExtensionRunner {
   readonly extensions: readonly Extension[];
