@@ -206,13 +206,14 @@ function isLlmMessage(message: AgentMessage): message is Message {
 }
 
 /** 取消赢了赛跑时交回的记号。 */
-const ABORTED = Symbol("aborted");
+export const ABORTED = Symbol("aborted");
 
 /**
  * 闸是应用写的代码，可能永远不返回：与 signal 赛跑，取消一到就不再等它。
  * 输掉赛跑的那一方之后再 reject 也无妨：then 已经接住了它。
+ * 导出它：第 12 章的扩展处理器也是应用写的代码，同一条规则不再写第二遍。
  */
-function untilAborted<T>(work: T | PromiseLike<T>, signal: AbortSignal): Promise<T | typeof ABORTED> {
+export function untilAborted<T>(work: T | PromiseLike<T>, signal: AbortSignal): Promise<T | typeof ABORTED> {
   if (signal.aborted) return Promise.resolve(ABORTED);
   return new Promise((resolve, reject) => {
     const onAbort = () => resolve(ABORTED);

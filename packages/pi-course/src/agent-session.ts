@@ -187,8 +187,8 @@ export class AgentSession {
     this.agent = new Agent({
       model: options.model,
       ...start,
-      ...(options.tools ? { tools: options.tools } : {}),
-      ...(options.transformContext ? { transformContext: options.transformContext } : {}),
+      tools: options.tools,
+      transformContext: options.transformContext,
     // #endregion
       // #region lab 12.4 扩展
       // 有扩展时：工具集并进扩展登记的工具，三个接点接上 runner（写在后面，盖过上面的 tools 与 transformContext）。
@@ -197,7 +197,7 @@ export class AgentSession {
         : {}),
       // #endregion
     // #region lab 10.4
-      ...(options.maxSteps !== undefined ? { maxSteps: options.maxSteps } : {}),
+      maxSteps: options.maxSteps,
       convertToLlm,
       now: this.now,
     });
@@ -234,6 +234,14 @@ export class AgentSession {
   }
   // #endregion
 
+  /**
+   * 运行中拒绝改动会话（切分支、压缩、`!` 命令……）：运行还在往记录里写条目，这时换掉 transcript 或移动 leaf，
+   * 记录与内存就各说各话。action 说出被拒绝的是什么。
+   */
+  private assertIdle(action: string): void {
+    if (this.agent.state.status === "running") throw new Error(`Agent 正在运行：运行中不能${action}。请先 await session.agent.waitForIdle()。`);
+  }
+
   /** 记录写不进去（之前的写入失败过，或者有一条消息存不下）就抛出 unwritable。 */
   private async assertWritable(): Promise<void> {
     // #region lab 10.4
@@ -261,7 +269,7 @@ export class AgentSession {
    * 没有变化就不写；交回写下的补丁。运行中拒绝。
    */
   async reloadResources(resources: Resources): Promise<SystemMessage | undefined> {
-    if (this.agent.state.status === "running") throw new Error("Agent 正在运行：运行中不能重新加载资源。请先 await session.agent.waitForIdle()。");
+    this.assertIdle("重新加载资源");
     const patch = this.patchResources(resources);
     await this.tree.flush();
     return patch;
@@ -405,7 +413,7 @@ export class AgentSession {
   /** 从较早的条目分叉：树的 leaf 移过去，Agent 的 transcript 换成根到那里的路径。运行中拒绝。 */
   branch(entryId: string): void {
     // #region lab 10.4
-    if (this.agent.state.status === "running") throw new Error("Agent 正在运行：运行中不能切换分支。请先 await session.agent.waitForIdle()。");
+    this.assertIdle("切换分支");
     this.tree.branch(entryId);
     this.agent.replaceMessages(this.tree.buildSessionContext());
     // #endregion
@@ -427,7 +435,7 @@ export class AgentSession {
    */
   async executeBash(command: string, options: { excludeFromContext?: boolean; signal?: AbortSignal } = {}): Promise<BashExecutionMessage> {
     // #region lab 11.2
-    if (this.agent.state.status === "running") throw new Error("Agent 正在运行：运行中不能执行 `!` 命令。请先 await session.agent.waitForIdle()。");
+    this.assertIdle("执行 `!` 命令");
     const workspace = this.options.workspace;
     if (workspace === undefined) throw new Error("这个会话没有工作区，不能运行 `!` 命令。");
     const signal = options.signal ?? new AbortController().signal;
@@ -442,8 +450,9 @@ export class AgentSession {
       cancelled: result.status !== "exited",
       truncated: result.truncated,
       timestamp: this.now(),
-      ...(options.excludeFromContext === true ? { excludeFromContext: true } : {}),
     };
+    // 只在要排除时写这个字段：普通的 `!cmd` 记录里就没有它。
+    if (options.excludeFromContext === true) message.excludeFromContext = true;
     this.agent.appendMessage(message);
     persistMessage(this.tree, message);
     await this.tree.flush();
@@ -458,7 +467,7 @@ export class AgentSession {
    */
   async compact(options: { signal?: AbortSignal } = {}): Promise<CompactResult> {
     // #region lab 11.4
-    if (this.agent.state.status === "running") throw new Error("Agent 正在运行：运行中不能压缩。请先 await session.agent.waitForIdle()。");
+    this.assertIdle("压缩");
     const plan = planCompaction(contextItems(this.tree.getBranch()), this.settings);
     if ("skip" in plan) return { status: "skipped", code: plan.skip };
     const summary = await generateSummary(this.options.model, plan.toSummarize, COMPACTION_PROMPT, { ...options, now: this.now, settings: this.settings });
@@ -475,7 +484,7 @@ export class AgentSession {
    */
   async navigateTree(targetId: string, options: { summarize?: boolean; signal?: AbortSignal } = {}): Promise<BranchSummaryEntry | undefined> {
     // #region lab 11.4
-    if (this.agent.state.status === "running") throw new Error("Agent 正在运行：运行中不能切换分支。请先 await session.agent.waitForIdle()。");
+    this.assertIdle("切换分支");
     if (this.tree.getEntry(targetId) === undefined) throw new Error(`会话里没有 id 为 ${targetId} 的条目。`);
     const target = new Set(this.tree.getBranch(targetId).map((entry) => entry.id));
     const abandoned = this.tree.getBranch().filter((entry) => !target.has(entry.id));

@@ -180,14 +180,20 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as { then?: unknown } | null | undefined)?.then === "function";
 }
 
-/** 等 work 兑现，最多 ms 毫秒；超时就以 LISTENER_TOO_SLOW reject。work 之后怎样都不再管。 */
-function withinTimeLimit(work: PromiseLike<unknown>, ms: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(LISTENER_TOO_SLOW)), ms);
-    Promise.resolve(work)
-      .then(() => resolve(), reject)
-      .finally(() => clearTimeout(timer));
+/**
+ * 等 work 兑现，最多 ms 毫秒；超时就以 message reject，work 之后怎样都不再管。计时器无论如何都清掉，不拖住进程退出。
+ * 导出它：第 12 章的扩展（加载时、生命周期事件里）也是应用写的、可能永远不结束的代码，同一条规则不写第二遍。
+ */
+export async function withTimeout<T>(work: PromiseLike<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
   });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 // ── Agent ───────────────────────────────────────────────────────
@@ -377,7 +383,7 @@ export class Agent {
     const report = (error: unknown) => (this.options.onListenerError ?? defaultListenerError)(error, event);
     try {
       const outcome: unknown = listener(event, state);
-      if (isThenable(outcome)) return withinTimeLimit(outcome, LISTENER_TIME_LIMIT_MS).catch(report);
+      if (isThenable(outcome)) return withTimeout(outcome, LISTENER_TIME_LIMIT_MS, LISTENER_TOO_SLOW).then(() => undefined, report);
     } catch (error) {
       report(error);
     }

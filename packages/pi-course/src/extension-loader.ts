@@ -15,6 +15,7 @@ import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
+import { withTimeout } from "./agent.js";
 import { extensionFromFactory, type Extension, type ExtensionError, type ExtensionFactory } from "./extensions.js";
 
 // ── 类型 ────────────────────────────────────────────────────────
@@ -70,19 +71,6 @@ async function tsxRequire(): Promise<TsxRequire> {
     return api.require;
   } catch {
     throw new Error("加载 .ts 扩展需要 tsx（npm install -D tsx）；或者把扩展写成 .js。");
-  }
-}
-
-/** 等 promise，最多 ms 毫秒；计时器无论如何都清掉，不让它拖住进程退出。 */
-async function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
   }
 }
 // #endregion

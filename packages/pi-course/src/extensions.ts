@@ -10,10 +10,13 @@
  *   处理器拿到的是快照：改它给的对象，改不到 transcript，也改不到下一次请求。
  *   tool_result 的改写要先过形状检查：进 transcript 的东西必须能写进会话文件。
  *   tool_call / tool_result 的处理器和这次运行一起被 abort：一个不结束的处理器拖不住 Agent。
+ *   生命周期处理器有时限（第 09 章的 withTimeout，加载扩展也用它）：过了时限就报告它、不再等，prompt() 照常返回。
  *   登记的工具先过检查：形状不对、与已有工具同名的那一项报告后丢掉，别的照常。
  *   context 与 context_with_system 只改这一次请求：它们跑在 transformContext 里，不写进会话。
  */
 
+import { withTimeout } from "./agent.js";
+import { ABORTED, untilAborted } from "./agent-loop.js";
 import type { CustomMessageInput } from "./agent-session.js";
 import type {
   ContextEvent,
@@ -64,6 +67,8 @@ export interface ExtensionError {
 
 export interface ExtensionRunnerOptions {
   cwd?: string;
+  /** 一个生命周期处理器最多等多久，默认 DEFAULT_HANDLER_TIMEOUT_MS。 */
+  handlerTimeoutMs?: number;
   /** 默认打印到 stderr。 */
   onError?: (error: ExtensionError) => void;
 }
@@ -185,35 +190,23 @@ function defaultOnError(error: ExtensionError): void {
 /** 写给模型看的：这次调用没有执行，因为运行在检查它时被中止了。 */
 export const ABORTED_BEFORE_CHECK = "The run was aborted while an extension was checking this tool call; the tool did not run.";
 
-// #region lab 12.4 辅助
-const ABORTED = Symbol("aborted");
+/** 没有传 signal 的调用（测试、直接调用运行器）：一个永不取消的 signal，处理器照常等到它结束。 */
+const NEVER_ABORTED = new AbortController().signal;
 
-/** 等一个处理器，但不比这次运行更久：signal 一 abort 就交回 ABORTED，不再等一个不结束的处理器。 */
-async function untilAborted<T>(work: () => T | Promise<T>, signal: AbortSignal | undefined): Promise<T | typeof ABORTED> {
-  if (signal === undefined) return work();
-  if (signal.aborted) return ABORTED;
-  let stop!: () => void;
-  const aborted = new Promise<typeof ABORTED>((resolve) => {
-    stop = () => resolve(ABORTED);
-    signal.addEventListener("abort", stop, { once: true });
-  });
-  try {
-    return await Promise.race([Promise.resolve().then(work), aborted]);
-  } finally {
-    signal.removeEventListener("abort", stop);
-  }
-}
-// #endregion
+/** 生命周期处理器默认最多等 5 秒：prompt() 在返回之前等这些事件送达，一个不结束的处理器不能让它永远不返回。 */
+export const DEFAULT_HANDLER_TIMEOUT_MS = 5_000;
 
 export class ExtensionRunner {
   readonly extensions: readonly Extension[];
   private readonly ctx: ExtensionContext;
   private readonly onError: (error: ExtensionError) => void;
+  private readonly handlerTimeoutMs: number;
 
   constructor(extensions: readonly Extension[], options: ExtensionRunnerOptions = {}) {
     this.extensions = extensions;
     this.ctx = { cwd: options.cwd ?? process.cwd() };
     this.onError = options.onError ?? defaultOnError;
+    this.handlerTimeoutMs = options.handlerTimeoutMs ?? DEFAULT_HANDLER_TIMEOUT_MS;
   }
 
   /**
@@ -259,13 +252,17 @@ export class ExtensionRunner {
     this.onError({ extensionPath: extension.path, event, error: errorText(error) });
   }
 
-  /** 生命周期事件：只通知，不收结果；一个处理器抛出，后面的照样运行。每个处理器拿一份快照。 */
+  /**
+   * 生命周期事件：只通知，不收结果；一个处理器抛出或过了时限，报告之后后面的照样运行。每个处理器拿一份快照。
+   * 时限：会话的 prompt() 要等这些事件送达才返回，一个永不结束的 agent_end 处理器不能让它永远等下去。
+   */
   async emit(event: LifecycleEvent): Promise<void> {
     // #region lab 12.4
+    const tooSlow = `${event.type} 的处理器 ${this.handlerTimeoutMs} ms 内没有结束：不再等它，后面的处理器和事件照常送达`;
     for (const [extension, handler] of this.handlersOf(event.type)) {
       try {
         // 深拷贝：turn_end 给的 message 就是 transcript 里那一条，改了它就改了下一次请求。
-        await handler(structuredClone(event) as never, this.ctx);
+        await withTimeout(Promise.resolve(handler(structuredClone(event) as never, this.ctx)), this.handlerTimeoutMs, tooSlow);
       } catch (error) {
         this.report(extension, event.type, error);
       }
@@ -277,11 +274,11 @@ export class ExtensionRunner {
    * 第一个说 block 的处理器拦下调用，后面的不再问；抛出的处理器也算拦下。
    * 运行被 abort 时不再等处理器：当作拦下（工具没执行），这次运行随即以 aborted 收场。
    */
-  async emitToolCall(event: ToolCallEvent, signal?: AbortSignal): Promise<ToolCallEventResult | undefined> {
+  async emitToolCall(event: ToolCallEvent, signal: AbortSignal = NEVER_ABORTED): Promise<ToolCallEventResult | undefined> {
     // #region lab 12.4
     for (const [extension, handler] of this.handlersOf("tool_call")) {
       try {
-        const result = await untilAborted(() => handler(structuredClone(event), this.ctx), signal);
+        const result = await untilAborted(handler(structuredClone(event), this.ctx), signal);
         if (result === ABORTED) return { block: true, reason: ABORTED_BEFORE_CHECK };
         if (result?.block === true) return result;
       } catch (error) {
@@ -297,13 +294,13 @@ export class ExtensionRunner {
    * 处理器依次改写：每个处理器看到的是前一个改过的结果（一份快照）；什么都没改就交回 undefined。
    * 形状不对的改写报告后不用，保留之前的结果；运行被 abort 时不再等处理器，交回已有的改写。
    */
-  async emitToolResult(event: ToolResultEvent, signal?: AbortSignal): Promise<ToolResultEventResult | undefined> {
+  async emitToolResult(event: ToolResultEvent, signal: AbortSignal = NEVER_ABORTED): Promise<ToolResultEventResult | undefined> {
     // #region lab 12.4
     const current: ToolResultEvent = { ...event };
     let changed = false;
     for (const [extension, handler] of this.handlersOf("tool_result")) {
       try {
-        const result = await untilAborted(() => handler(structuredClone(current), this.ctx), signal);
+        const result = await untilAborted(handler(structuredClone(current), this.ctx), signal);
         if (result === ABORTED) break;
         if (result === undefined) continue;
         const problem = invalidRewrite(result);

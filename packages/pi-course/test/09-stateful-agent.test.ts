@@ -173,6 +173,18 @@ test("9.1 agent_end 让状态回到 idle，记下停下的原因和错误；下�
   assert.equal(state.error, undefined);
 });
 
+test("9.1 agent_start 开始一次干净的运行：上一次没收尾留下的 streamMessage 与 pendingToolCalls 一并清空", () => {
+  // 一份没等到 agent_end 的状态（例如从别处拿来的快照）：生成到一半的 partial、一个没交回的工具调用。
+  const partial = assistantMessage([text("我先")], "stop", { timestamp: 2 });
+  let state = reduceAgentState(initialAgentState(), { type: "agent_start" });
+  state = reduceAgentState(state, { type: "message_start", message: partial });
+  state = reduceAgentState(state, { type: "tool_execution_start", toolCallId: "a", toolName: "read", args: {} });
+  state = reduceAgentState(state, { type: "agent_start" });
+  assert.equal(state.status, "running");
+  assert.equal(state.streamMessage, undefined, "新运行不该显示上一次生成到一半的 partial");
+  assert.deepEqual(state.pendingToolCalls, [], "新运行不该等上一次的工具调用");
+});
+
 // ── 9.2 Agent：一次一个运行，先更新状态再通知 ───────────────────
 
 test("9.2 prompt 跑完一次循环：transcript 依次追加用户消息、assistant、工具结果，状态回到 idle", { timeout: 2_000 }, async () => {

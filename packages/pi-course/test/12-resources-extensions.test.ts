@@ -90,13 +90,19 @@ interface Scene {
 /** 一个会话：内存里的会话文件、脚本模型、可选的资源、扩展和工具。 */
 async function scene(
   turns: ScriptedTurn[],
-  options: { factories?: ExtensionFactory[]; tools?: AgentTool<any>[]; resources?: Resources; store?: InMemorySessionStore } = {},
+  options: {
+    factories?: ExtensionFactory[];
+    tools?: AgentTool<any>[];
+    resources?: Resources;
+    store?: InMemorySessionStore;
+    handlerTimeoutMs?: number;
+  } = {},
 ): Promise<Scene> {
   const errors: ExtensionError[] = [];
   const store = options.store ?? new InMemorySessionStore();
   const model = new ScriptedModel(turns, { now: () => 2_000 });
   const extensions = await Promise.all((options.factories ?? []).map((factory, index) => extensionFromFactory(`ext-${index + 1}.ts`, factory)));
-  const runner = extensions.length > 0 ? new ExtensionRunner(extensions, { cwd: "/project", onError: (error) => errors.push(error) }) : undefined;
+  const runner = extensions.length > 0 ? new ExtensionRunner(extensions, { cwd: "/project", onError: (error) => errors.push(error), handlerTimeoutMs: options.handlerTimeoutMs }) : undefined;
   const session = new AgentSession({
     tree: await SessionTree.open(store, { now: () => 1_000, newId: counter() }),
     model,
@@ -359,7 +365,8 @@ test("12.4 运行器自己就和 signal 赛跑：不经循环直接调用，abor
     pi.on("tool_call", () => never);
     pi.on("tool_result", () => never);
   });
-  const runner = new ExtensionRunner([stuck]);
+  const errors: ExtensionError[] = [];
+  const runner = new ExtensionRunner([stuck], { onError: (error) => errors.push(error) });
   const controller = new AbortController();
   const call = runner.emitToolCall({ type: "tool_call", toolCallId: "c1", toolName: "bash", input: {} }, controller.signal);
   const result = runner.emitToolResult(
@@ -369,6 +376,7 @@ test("12.4 运行器自己就和 signal 赛跑：不经循环直接调用，abor
   controller.abort();
   assert.deepEqual(await call, { block: true, reason: ABORTED_BEFORE_CHECK });
   assert.equal(await result, undefined, "abort 时什么都还没改写：交回 undefined，用原来的结果");
+  assert.deepEqual(errors, [], "abort 不是扩展的错：不该报告");
 });
 
 test("12.4 运行器交给每个处理器的是副本：处理器改了事件里的消息，调用方手里的那一份不变", { timeout: 2_000 }, async () => {
@@ -664,6 +672,26 @@ test("12.4 生命周期事件按发生顺序送达：session_start 在前，每�
   const { session } = await scene([reply(call("c1", "echo", { say: "x" })), reply(text("好"))], { tools: [echoTool([])], factories: [record] });
   await session.prompt("开始");
   assert.deepEqual(log, ["session_start", "agent_start", "turn_start 1", "turn_end 1", "turn_start 2", "turn_end 0", "agent_end 3"]);
+});
+
+test("12.4 生命周期处理器有时限：turn_end 与 agent_end 的处理器永不结束，prompt() 照样返回并报告，下一次 prompt 照常", { timeout: 2_000 }, async () => {
+  const never = () => new Promise<void>(() => {});
+  const { session, errors } = await scene([reply(text("一")), reply(text("二"))], {
+    handlerTimeoutMs: 50,
+    factories: [
+      (pi) => {
+        pi.on("turn_end", never);
+        pi.on("agent_end", never);
+      },
+    ],
+  });
+  await session.prompt("第一句");
+  assert.deepEqual(errors.map((error) => [error.extensionPath, error.event]), [["ext-1.ts", "turn_end"], ["ext-1.ts", "agent_end"]]);
+  assert.match(errors[1]!.error, /^agent_end 的处理器 50 ms 内没有结束：不再等它/);
+  await session.prompt("第二句");
+  assert.equal(errors.length, 4, "第二次运行的两个事件也各报告一次");
+  assert.equal(session.agent.state.status, "idle");
+  assert.deepEqual(session.messages.map((message) => message.role), ["system", "user", "assistant", "user", "assistant"]);
 });
 
 // ── 12.5 context 与 context_with_system ────────────────────────

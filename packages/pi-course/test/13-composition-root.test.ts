@@ -648,6 +648,17 @@ test("13.5 /tree 只在分叉处缩进：一条直线上的条目对齐，分出
   assert.deepEqual(tree.split("\n"), ["* a user: a", "* b user: b", "* c user: c", "    d user: d", "  * e user: e", "  * f user: f  ← 当前"]);
 });
 
+test("13.5 /tree 走一条 10,000 层的链不会撑爆调用栈：一条直线上的条目都不缩进，leaf 在最后一行", () => {
+  const entries: SessionEntry[] = [];
+  for (let i = 0; i < 10_000; i += 1) {
+    entries.push({ type: "message", id: `e${i}`, parentId: i === 0 ? null : `e${i - 1}`, timestamp: "2026-01-01T00:00:00.000Z", message: userMessage("好", 1) });
+  }
+  const lines = renderTree(entries, "e9999").split("\n");
+  assert.equal(lines.length, 10_000);
+  assert.equal(lines[0], "* e0 user: 好");
+  assert.equal(lines.at(-1), "* e9999 user: 好  ← 当前");
+});
+
 test("13.5 交互模式：一句话交给会话，!cmd 运行命令，/tree、/branch 走会话树，/exit 离开", { timeout: 5_000 }, async (t) => {
   const { cwd, agentDir } = await project(t);
   const stdin = new PassThrough();

@@ -81,20 +81,27 @@ export function describeEntry(entry: SessionEntry): string {
 export function renderTree(entries: readonly SessionEntry[], leafId: string | null): string {
   // #region lab 13.5
   const children = new Map<string | null, SessionEntry[]>();
-  for (const entry of entries) children.set(entry.parentId, [...(children.get(entry.parentId) ?? []), entry]);
+  for (const entry of entries) {
+    const siblings = children.get(entry.parentId);
+    if (siblings === undefined) children.set(entry.parentId, [entry]);
+    else siblings.push(entry);
+  }
   const byId = new Map(entries.map((entry) => [entry.id, entry]));
   const onPath = new Set<string>();
   for (let id = leafId; id !== null; id = byId.get(id)?.parentId ?? null) onPath.add(id);
   const lines: string[] = [];
-  const visit = (entry: SessionEntry, depth: number): void => {
+  // 自己的栈而不是递归：一段上万条的对话是一条上万层的链，递归会把调用栈撑爆。
+  // 子条目倒着压栈，弹出时才是原来的顺序。
+  const stack = [...(children.get(null) ?? [])].reverse().map((entry) => ({ entry, depth: 0 }));
+  for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
+    const { entry, depth } = top;
     const mark = onPath.has(entry.id) ? "*" : " ";
     const here = entry.id === leafId ? "  ← 当前" : "";
     lines.push(`${"  ".repeat(depth)}${mark} ${entry.id} ${describeEntry(entry)}${here}`);
     const kids = children.get(entry.id) ?? [];
     const next = kids.length > 1 ? depth + 1 : depth;
-    for (const child of kids) visit(child, next);
-  };
-  for (const root of children.get(null) ?? []) visit(root, 0);
+    for (let i = kids.length - 1; i >= 0; i -= 1) stack.push({ entry: kids[i]!, depth: next });
+  }
   return lines.length === 0 ? "（会话还是空的）" : lines.join("\n");
   // #endregion
 }
