@@ -204,7 +204,7 @@ test("有测试失败时不等整个文件跑完：第一处偏差一确定就�
     assert.ok((await watch.screen(1)).includes(`✓ 聚焦测试全部通过（${focusedTest.count}/${focusedTest.count}）`));
     const from = watch.stdout.length;
     const saved = performance.now();
-    await applyFault("08", dir); // 弄坏第 2 项测试（8.1）；后面还有 31 项，其中几项要等计时器
+    await applyFault("08", dir); // 弄坏第 2 项测试（8.1）；后面还有几十项，其中几项要等计时器
     const pending = await watch.pendingScreen(from);
     const latency = performance.now() - saved;
     const complete = await watch.screen(2);

@@ -159,6 +159,13 @@ async function withServer<T>(replies: Reply[], body: (baseUrl: string, seen: See
   }
 }
 
+/** 不经网络的 fetch：每次调用都交回 reply() 造出的响应，测试借此精确地控制响应体怎样一块块到来。 */
+function fetchReplying(reply: (signal: AbortSignal | undefined) => Promise<Response> | Response): typeof fetch {
+  return (async (_input: unknown, init?: RequestInit) => reply(init?.signal ?? undefined)) as typeof fetch;
+}
+
+const nowhere = "http://127.0.0.1:9/v1";
+
 function modelAt(baseUrl: string): OpenAiCompatibleModel {
   return new OpenAiCompatibleModel({ baseUrl, apiKey: KEY, model: MODEL });
 }
@@ -363,6 +370,12 @@ test("5.2 一行或一个事件超过上限就抛出 SseLimitError，不等行�
     assert.match(error.message, /32/);
     return true;
   });
+
+  // 恰好用满不算超，而且每一行、每个事件都从零重新数：一个 data 行算它的值再加一个换行，10 + 1 + 10 + 1 + 9 + 1 = 32。
+  const exact = new SseDecoder(limits);
+  const full = "data:0123456789\ndata:0123456789\ndata:012345678\n\n";
+  const joined = "0123456789\n0123456789\n012345678";
+  assert.deepEqual([...exact.push(Buffer.from(`${full}${full}data: 0123456789\n\ndata: 0123456789\n\n`))], [joined, joined, "0123456789", "0123456789"]);
 });
 
 // ── 实践 5.3 ────────────────────────────────────────────────────
@@ -558,6 +571,18 @@ test("5.3 只等 result() 的消费者：一千个文字片段留下的 partial 
   });
 });
 
+test("5.3 usage 里缺了的计数按 0 算，缺了 total_tokens 就用两者之和；choices 为 null 的 usage 块照样收下", { timeout: 5_000 }, async () => {
+  const usageOf = async (usage: Chunk): Promise<AssistantMessage["usage"]> => {
+    const body = sseBody(textChunk("好"), finishChunk("stop"), usage, "[DONE]");
+    const model = new OpenAiCompatibleModel({ baseUrl: nowhere, apiKey: KEY, model: MODEL, fetch: fetchReplying(() => new Response(body)) });
+    const { message } = await call(model, { messages: [question] });
+    assertStop(message, "stop");
+    return message.usage;
+  };
+  assert.deepEqual(await usageOf({ choices: null, usage: { completion_tokens: 7 } }), { input: 0, output: 7, totalTokens: 7 });
+  assert.deepEqual(await usageOf({ choices: [], usage: { prompt_tokens: 5 } }), { input: 5, output: 0, totalTokens: 5 });
+});
+
 // ── 实践 5.4 ────────────────────────────────────────────────────
 
 test("5.4 没收到或不认识 finish_reason 都以 error 结束，已经收到的文字留在消息里", { timeout: 5_000 }, async () => {
@@ -670,6 +695,23 @@ test("5.4 中途取消以 aborted 结束并保留已收到的文字；开始前�
   });
 });
 
+test("5.4 取消之后缓冲里剩下的事件不再送出：同一块里的后几个文字片段一个也不交给消费者", { timeout: 5_000 }, async () => {
+  // 三个文字片段和 finish_reason 挤在同一块里到达：解码器一次就把它们都凑齐了。
+  const body = sseBody(textChunk("一"), textChunk("二"), textChunk("三"), finishChunk("stop"), "[DONE]");
+  const model = new OpenAiCompatibleModel({ baseUrl: nowhere, apiKey: KEY, model: MODEL, fetch: fetchReplying(() => new Response(body)) });
+  const controller = new AbortController();
+  const stream = model.stream({ messages: [question] }, { signal: controller.signal });
+  const events: ModelEvent[] = [];
+  for await (const event of stream) {
+    events.push(event);
+    if (event.type === "text_delta") controller.abort();
+  }
+  const message = await stream.result();
+  assertStop(message, "aborted");
+  assert.deepEqual(labels(events), ["start", "text_delta#0", "error"]);
+  assert.deepEqual(message.content, [text("一")]);
+});
+
 // ── 实践 5.5 ────────────────────────────────────────────────────
 
 test("5.5 形状不对的 chunk 以 error 结束：choices 不是数组、content 不是字符串、工具片段没有 index，已拼好的文字留在消息里", { timeout: 5_000 }, async () => {
@@ -677,6 +719,10 @@ test("5.5 形状不对的 chunk 以 error 结束：choices 不是数组、conten
     { bad: { choices: { 0: { delta: { content: "混进来" } } } }, problem: /choices 不是数组/ },
     { bad: { choices: [{ delta: { content: 42 } }] }, problem: /delta\.content 不是字符串/ },
     { bad: { choices: [{ delta: { tool_calls: [{ function: { arguments: "{}" } }] } }] }, problem: /index/ },
+    { bad: { choices: [null] }, problem: /choices\[0\] 不是对象/ },
+    { bad: { choices: [7] }, problem: /choices\[0\] 不是对象/ },
+    { bad: { choices: [{ delta: { tool_calls: [null] } }] }, problem: /tool_calls 里有一项不是对象/ },
+    { bad: { choices: [{ delta: { tool_calls: [7] } }] }, problem: /tool_calls 里有一项不是对象/ },
   ];
   const replies = cases.map(({ bad }) => sseAtOnce(sseBody(textChunk("我先读"), bad, finishChunk("stop"), "[DONE]")));
   await withServer(replies, async (baseUrl) => {
@@ -797,4 +843,95 @@ test("5.5 key 的每种样子都被涂掉：服务器回显的 URL 编码、base
     assertStop(bare.message, "error");
     assert.ok(!leaks(bare.message, "tok3n-only-in-url"), `base URL 里的凭据没有被涂掉：${bare.message.errorMessage}`);
   });
+});
+
+test("5.5 上限恰好用满不算超：回复恰好 maxResponseBytes 字节照常完成，errorMessage 恰好 2000 个字符原样保留", { timeout: 5_000 }, async () => {
+  const body = sseBody(textChunk("我先读"), finishChunk("stop"), "[DONE]");
+  const exact = new OpenAiCompatibleModel({
+    baseUrl: nowhere,
+    apiKey: KEY,
+    model: MODEL,
+    maxResponseBytes: Buffer.byteLength(body),
+    fetch: fetchReplying(() => new Response(body)),
+  });
+  const { message } = await call(exact, { messages: [question] });
+  assertStop(message, "stop");
+  assert.equal(textOfFirst(message), "我先读");
+
+  const failing = (length: number) =>
+    new OpenAiCompatibleModel({ baseUrl: nowhere, apiKey: KEY, model: MODEL, fetch: fetchReplying(() => Promise.reject(new Error("x".repeat(length)))) });
+  assert.equal((await call(failing(2_000), { messages: [question] })).message.errorMessage, "x".repeat(2_000));
+  const clipped = (await call(failing(2_001), { messages: [question] })).message.errorMessage ?? "";
+  assert.ok(clipped.startsWith("x".repeat(2_000)) && clipped.endsWith("（共 2001 个字符，后面的已截去）"), clipped.slice(1_990));
+});
+
+test("5.5 HTTP 错误正文读满 16 KiB 就放手：不多要一块，也不少要一块，剩下的正文被取消", { timeout: 5_000 }, async () => {
+  /** 响应体一块一块按需供给（highWaterMark 为 0：读一次才供一块），记下供了几块、有没有被取消。 */
+  const errorPage = (piece: (index: number) => number) => {
+    let pulls = 0;
+    let cancelled = false;
+    const fetch = fetchReplying(() => {
+      const body = new ReadableStream<Uint8Array>(
+        {
+          pull(controller) {
+            controller.enqueue(Buffer.alloc(piece(pulls), "a"));
+            pulls += 1;
+          },
+          cancel() {
+            cancelled = true;
+          },
+        },
+        { highWaterMark: 0 },
+      );
+      return new Response(body, { status: 502 });
+    });
+    return { model: new OpenAiCompatibleModel({ baseUrl: nowhere, apiKey: KEY, model: MODEL, fetch }), pulls: () => pulls, cancelled: () => cancelled };
+  };
+
+  // 第一块恰好 16384 字节：已经读满，不再要第二块。
+  const whole = errorPage(() => 16_384);
+  const first = await call(whole.model, { messages: [question] });
+  assertStop(first.message, "error");
+  assert.match(first.message.errorMessage ?? "", /^HTTP 502：a+/);
+  assert.deepEqual([whole.pulls(), whole.cancelled()], [1, true], "读满就取消剩下的正文，不再下载");
+
+  // 第一块差一个字节：还没读满，要第二块。
+  const short = errorPage((index) => (index === 0 ? 16_383 : 1_024));
+  assertStop((await call(short.model, { messages: [question] })).message, "error");
+  assert.deepEqual([short.pulls(), short.cancelled()], [2, true]);
+});
+
+test("5.5 看门狗在响应头到来时重新计时：响应头与第一块正文各隔不到 idleTimeoutMs，就不算沉默", { timeout: 5_000 }, async () => {
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  const body = sseBody(textChunk("我先读"), finishChunk("stop"), "[DONE]");
+  // 响应头 250 毫秒后才到，第一块正文又过 250 毫秒：合起来超过 400 毫秒，但每一段安静都不到 400 毫秒。
+  const fetch = fetchReplying(async (signal) => {
+    await sleep(250);
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        const timer = setTimeout(() => {
+          controller.enqueue(Buffer.from(body));
+          controller.close();
+        }, 250);
+        signal?.addEventListener("abort", () => {
+          clearTimeout(timer);
+          controller.error(signal.reason);
+        });
+      },
+    });
+    return new Response(stream);
+  });
+  const model = new OpenAiCompatibleModel({ baseUrl: nowhere, apiKey: KEY, model: MODEL, idleTimeoutMs: 400, fetch });
+  const { message } = await call(model, { messages: [question] });
+  assertStop(message, "stop");
+  assert.equal(textOfFirst(message), "我先读");
+});
+
+test("5.5 长的先换：key 恰好是 base URL 里密码的开头时，密码整个被涂掉，不留下尾巴", { timeout: 5_000 }, async () => {
+  // fetch 拒绝带凭据的地址，报错里原样带着整个地址；先换短的 key，密码就只剩 "-tail-9x" 露在外面。
+  const model = new OpenAiCompatibleModel({ baseUrl: "http://user:sk-short-tail-9x@127.0.0.1:9/v1", apiKey: "sk-short", model: MODEL });
+  const { message } = await call(model, { messages: [question] });
+  assertStop(message, "error");
+  assert.match(message.errorMessage ?? "", /127\.0\.0\.1/);
+  assert.ok(!(message.errorMessage ?? "").includes("tail-9x"), `密码的后半截漏了出来：${message.errorMessage}`);
 });

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { constants, existsSync } from "node:fs";
+import { constants, existsSync, readdirSync } from "node:fs";
 import { chmod, link, mkdir, mkdtemp, open, readdir, readFile, rename, rm, stat, symlink, truncate, unlink, writeFile } from "node:fs/promises";
+import { getEventListeners } from "node:events";
 import os from "node:os";
 import path from "node:path";
 import test from "node:test";
@@ -21,7 +22,7 @@ import { MutationQueue } from "../src/mutation-queue.js";
 import { ScriptedModel, type ScriptedTurn } from "../src/scripted-model.js";
 import { runCommand, type CommandResult } from "../src/shell.js";
 import { executeToolCall, ToolRegistry, type AgentTool } from "../src/tools.js";
-import { collectWindow } from "../src/truncate.js";
+import { collectWindow, tailOfBytes } from "../src/truncate.js";
 import { text, textOf, userMessage, type ToolCall, type ToolResultMessage } from "../src/types.js";
 import { Workspace, WorkspaceError } from "../src/workspace.js";
 
@@ -83,6 +84,11 @@ function linesOf(count: number, line: (i: number) => string = (i) => `line ${i}`
 /** bash 的上限：测试只改关心的那一项。 */
 function bashLimits(overrides: Partial<CodingToolLimits> = {}): CodingToolLimits {
   return { ...DEFAULT_LIMITS, bashTimeoutMs: 5_000, bashMaxOutputBytes: 4_096, ...overrides };
+}
+
+/** 本进程此刻打开着几个文件描述符（Linux 的 /proc/self/fd，macOS 的 /dev/fd）：忘了 close 的句柄会让它变多。 */
+function openDescriptors(): number {
+  return readdirSync(existsSync("/proc/self/fd") ? "/proc/self/fd" : "/dev/fd").length;
 }
 
 // ── 实践 8.1 ────────────────────────────────────────────────────
@@ -308,6 +314,70 @@ test("8.1 读取途中被取消：read 在两块之间停下，报告被取消",
   });
 });
 
+test("8.1 穿过普通文件的路径也算不存在；新文件最近的已存在祖先是悬空的符号链接时按越界拒绝", { timeout: 2_000 }, async () => {
+  await withSandbox(async ({ root, workspace }) => {
+    await writeFile(path.join(root, "a.txt"), "inside\n");
+    await symlink(path.join(root, "gone", "target"), path.join(root, "dangling"));
+
+    // realpath 在这里报 ENOTDIR：a.txt 是文件，不是目录，它下面什么也没有。
+    await rejectsWith(workspace.resolveExisting("a.txt/inner.txt"), "NOT_FOUND", "穿过普通文件的路径应当报 NOT_FOUND");
+    await rejectsWith(workspace.resolveWritable("dangling"), "OUTSIDE_WORKSPACE", "看不见悬空链接指向哪里，就不能放行");
+    await rejectsWith(workspace.resolveWritable("dangling/new.txt"), "OUTSIDE_WORKSPACE", "经悬空链接写新文件同样不能放行");
+  });
+});
+
+test("8.1 offset 与 limit 必须是不小于 1 的整数；空文件是 0 行，只有一行的文件 offset=2 就超出末尾", { timeout: 2_000 }, async () => {
+  const from = (text: string, request: { offset?: number; limit?: number }) =>
+    collectWindow(countedChunks(text === "" ? [] : [Buffer.from(text, "utf8")]).chunks, { maxBytes: 100, ...request });
+
+  await assert.rejects(from("a\n", { offset: 0 }), { name: "RangeError", message: "offset 必须是不小于 1 的整数，实际是 0。" });
+  await assert.rejects(from("a\n", { offset: -2 }), { name: "RangeError", message: "offset 必须是不小于 1 的整数，实际是 -2。" });
+  await assert.rejects(from("a\n", { limit: 0 }), { name: "RangeError", message: "limit 必须是不小于 1 的整数，实际是 0。" });
+
+  assert.deepEqual(await from("", {}), { lines: [], firstLine: 1, stoppedBy: "end" }, "空文件一行也没有");
+  await assert.rejects(from("", { offset: 2 }), { message: "offset=2 超出了文件末尾：文件只有 0 行。" });
+  assert.deepEqual(await from("a\n", { offset: 1 }), { lines: ["a"], firstLine: 1, stoppedBy: "end" });
+  await assert.rejects(from("a\n", { offset: 2 }), { message: "offset=2 超出了文件末尾：文件只有 1 行。" });
+});
+
+test("8.1 字节上限恰好用满：行间换行算一个字节，恰好放得下的一行收下，续读说明恰好放得下也收下", { timeout: 2_000 }, async () => {
+  // "aa\nbb\ncc" 是 2 + 1 + 2 + 1 + 2 = 8 字节：上限 7 放两行，上限 8 放三行。
+  const window = async (maxBytes: number) => (await collectWindow(countedChunks([Buffer.from("aa\nbb\ncc\ndd\n")]).chunks, { maxBytes })).lines;
+  assert.deepEqual(await window(7), ["aa", "bb"]);
+  assert.deepEqual(await window(8), ["aa", "bb", "cc"]);
+
+  await withSandbox(async ({ root, workspace }) => {
+    // 读到末尾、没有续读说明时，正文恰好等于上限就整个交出。
+    await writeFile(path.join(root, "two.txt"), "aa\nbb\n");
+    assert.equal(okText(await call(readTool(workspace, 5), { path: "two.txt" })), "aa\nbb");
+
+    // 每行 16 字节，续读说明 105 字节：一行加说明是 16 + 2 + 105 = 123 字节，两行是 140 字节。
+    await writeFile(path.join(root, "zh.txt"), linesOf(20, (i) => `第${i}行：你好`));
+    const oneLine = (cap: number) => `第1行：你好\n\n[已显示第 1-1 行（文件共 351 字节，达到 ${cap} 字节上限）。用 offset=2 继续读取。]`;
+    assert.equal(okText(await call(readTool(workspace, 139), { path: "zh.txt" })), oneLine(139), "两行加说明是 140 字节，超过 139");
+    assert.equal(okText(await call(readTool(workspace, 123), { path: "zh.txt" })), oneLine(123), "一行加说明恰好 123 字节");
+    const tooSmall = okText(await call(readTool(workspace, 122), { path: "zh.txt" }));
+    assert.ok(Buffer.byteLength(tooSmall, "utf8") <= 122, `一行加说明放不下 122 字节时一行也不给，实际 ${Buffer.byteLength(tooSmall, "utf8")} 字节`);
+    assert.ok(!tooSmall.includes("第1行：你好"));
+  });
+});
+
+test("8.1 read 用完就关掉文件：读成功、读到目录、offset 超出末尾之后，打开的文件描述符一个不多", { timeout: 2_000 }, async () => {
+  await withSandbox(async ({ root, workspace }) => {
+    await writeFile(path.join(root, "notes.txt"), linesOf(3));
+    await mkdir(path.join(root, "docs"));
+    const read = readTool(workspace);
+    const before = openDescriptors();
+
+    for (let round = 0; round < 3; round += 1) {
+      okText(await call(read, { path: "notes.txt" }));
+      assert.match(errorText(await call(read, { path: "docs" })), /docs 不是普通文件/);
+      assert.match(errorText(await call(read, { path: "notes.txt", offset: 9 })), /offset=9 超出了文件末尾/);
+    }
+    assert.equal(openDescriptors(), before, "每次读取打开的文件都要关掉，出错时也一样");
+  });
+});
+
 // ── 实践 8.2 ────────────────────────────────────────────────────
 
 test("8.2 write 自动创建父目录、可以覆盖；越界的写入在外面什么也不留下", { timeout: 2_000 }, async () => {
@@ -450,6 +520,11 @@ test("8.2 write 与 edit 原子地替换文件：经同目录的临时文件 ren
     assert.notEqual((await stat(script)).ino, afterWrite.ino, "edit 同样经临时文件 rename 到位");
     assert.equal(await readFile(script, "utf8"), "echo edited\n");
     assert.deepEqual((await readdir(root)).sort(), ["check-copy.sh", "check.sh"], "不留下临时文件");
+
+    // 新文件用默认权限：与 writeFile 新建的文件一样，不会多出执行位。
+    await writeFile(path.join(root, "reference.txt"), "x");
+    okText(await call(writeTool(workspace, queue), { path: "fresh.txt", content: "x" }));
+    assert.equal((await stat(path.join(root, "fresh.txt"))).mode & 0o777, (await stat(path.join(root, "reference.txt"))).mode & 0o777);
   });
 });
 
@@ -475,7 +550,8 @@ test("8.2 edit 要把整个文件读进内存，超过单文件上限的文件�
     assert.match(refused, /big\.log 有 \d+ 字节，超过单个文件 1000 字节的上限/);
     assert.match(refused, /用 read 分段查看，用 bash 修改/);
     assert.equal(await readFile(path.join(root, "big.log"), "utf8"), original);
-    okText(await call(editTool(workspace, new MutationQueue(), 10_000), { path: "big.log", edits }));
+    // 恰好等于上限不算超过。
+    okText(await call(editTool(workspace, new MutationQueue(), Buffer.byteLength(original)), { path: "big.log", edits }));
     assert.equal(await readFile(path.join(root, "big.log"), "utf8"), original.slice("line 1\n".length));
   });
 });
@@ -525,6 +601,62 @@ test("8.2 edits 为空或 oldText 是空串都整体拒绝；newText 为空串�
     assert.match(refused, /docs 不是普通文件/);
     assert.ok(!refused.includes("    at "), "错误结果里不能有调用栈");
     assert.deepEqual(await readdir(path.join(root, "docs")), ["keep.md"], "目录和它里面的文件都不受影响");
+  });
+});
+
+test("8.2 在 “aaa” 里找 “aa” 算两处；首尾相接的两处编辑不算重叠；文件开头的 BOM 原样保留", { timeout: 2_000 }, async () => {
+  await withSandbox(async ({ root, workspace }) => {
+    const edit = editTool(workspace, new MutationQueue());
+    await writeFile(path.join(root, "a.txt"), "aaa\n");
+    assert.match(errorText(await call(edit, { path: "a.txt", edits: [{ oldText: "aa", newText: "b" }] })), /edits\[0\] 的 oldText 在文件里出现了 2 次/);
+    assert.equal(await readFile(path.join(root, "a.txt"), "utf8"), "aaa\n");
+
+    await writeFile(path.join(root, "pair.txt"), "abcd\n");
+    const result = await call(edit, {
+      path: "pair.txt",
+      edits: [
+        { oldText: "cd", newText: "Y" },
+        { oldText: "ab", newText: "X" },
+      ],
+    });
+    assert.equal(okText(result), "已在 pair.txt 里替换 2 处。");
+    assert.equal(await readFile(path.join(root, "pair.txt"), "utf8"), "XY\n");
+
+    const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+    await writeFile(path.join(root, "bom.txt"), Buffer.concat([bom, Buffer.from("name = pi\n")]));
+    okText(await call(edit, { path: "bom.txt", edits: [{ oldText: "pi", newText: "tiny-pi" }] }));
+    assert.deepEqual(await readFile(path.join(root, "bom.txt")), Buffer.concat([bom, Buffer.from("name = tiny-pi\n")]), "BOM 必须原样写回");
+  });
+});
+
+test("8.2 queueKey 是真实路径：经目录链接的新文件与直接给出的同一个文件是同一条队伍；解析出错（链接成环）就用字面路径", { timeout: 2_000 }, async () => {
+  await withSandbox(async ({ root, workspace }) => {
+    await mkdir(path.join(root, "dir"));
+    await symlink(path.join(root, "dir"), path.join(root, "link"));
+    await symlink(path.join(root, "dir", "loop"), path.join(root, "dir", "loop"));
+
+    // new.txt 还不存在：key 是最近的已存在祖先的真实路径，接上还不存在的那一段。
+    assert.equal(workspace.queueKey("link/new.txt"), path.join(root, "dir", "new.txt"));
+    assert.equal(workspace.queueKey("dir/sub/new.txt"), path.join(root, "dir", "sub", "new.txt"));
+    // 报的不是“不存在”而是 ELOOP：不再往上找，这样的路径 resolveExisting 也会拒绝。
+    assert.equal(workspace.queueKey("link/loop/x.txt"), path.join(root, "link", "loop", "x.txt"));
+  });
+});
+
+test("8.2 write 与 edit 用完就关掉文件：写入、编辑、超过上限被拒绝之后，打开的文件描述符一个不多", { timeout: 2_000 }, async () => {
+  await withSandbox(async ({ root, workspace }) => {
+    const queue = new MutationQueue();
+    const write = writeTool(workspace, queue);
+    const edit = editTool(workspace, queue, 100);
+    await writeFile(path.join(root, "big.txt"), linesOf(50));
+    const before = openDescriptors();
+
+    for (let round = 0; round < 3; round += 1) {
+      okText(await call(write, { path: "note.txt", content: `round ${round}\n` }));
+      okText(await call(edit, { path: "note.txt", edits: [{ oldText: `round ${round}`, newText: "done" }] }));
+      assert.match(errorText(await call(edit, { path: "big.txt", edits: [{ oldText: "line 1\n", newText: "" }] })), /超过单个文件 100 字节的上限/);
+    }
+    assert.equal(openDescriptors(), before, "每次写入和编辑打开的文件都要关掉，被拒绝时也一样");
   });
 });
 
@@ -626,6 +758,67 @@ test("8.3 超时终止整个进程组：留在后台的孙进程不会拖住结�
   });
 });
 
+test("8.3 tailOfBytes 只留结尾的完整字符：起点落在多字节字符中间，就挪到下一个字符的开头", { timeout: 2_000 }, () => {
+  // "你好" 是 e4 bd a0 e5 a5 bd：只留 5、4 字节时，起点分别落在“你”的第二、第三个字节上。
+  const hello = Buffer.from("你好", "utf8");
+  assert.equal(tailOfBytes(hello, 6), "你好");
+  assert.equal(tailOfBytes(hello, 5), "好");
+  assert.equal(tailOfBytes(hello, 4), "好");
+  assert.equal(tailOfBytes(hello, 3), "好");
+  assert.equal(tailOfBytes(hello, 2), "");
+  // 四字节的 emoji 有三个后续字节。
+  const smile = Buffer.from("a😀b", "utf8");
+  assert.equal(tailOfBytes(smile, 4), "b");
+  assert.equal(tailOfBytes(smile, 5), "😀b");
+});
+
+test("8.3 totalBytes 是收到的全部字节，恰好等于上限不算截断；分几次到达的输出也留下完整的结尾", { timeout: 3_000 }, async () => {
+  await withSandbox(async ({ root }) => {
+    const exact = await runCommand("printf 12345", { ...quick, cwd: root, maxOutputBytes: 5 });
+    assert.deepEqual([exact.output, exact.totalBytes, exact.truncated], ["12345", 5, false]);
+
+    // 每次 printf 之间睡一会儿，输出就分成几块先后到达；收集器丢旧块时不能多丢。
+    const pieces = (...parts: string[]) => parts.map((part) => `printf ${part}`).join("; sleep 0.05; ");
+    const first = await runCommand(pieces("ABCDEFGH", "x", "y"), { ...quick, cwd: root, maxOutputBytes: 3 });
+    assert.deepEqual([first.output, first.totalBytes, first.truncated], ["Hxy", 10, true]);
+    const second = await runCommand(pieces("a", "BBBBBBBB", "c", "DD"), { ...quick, cwd: root, maxOutputBytes: 10 });
+    assert.deepEqual([second.output, second.totalBytes, second.truncated], ["BBBBBBBcDD", 12, true]);
+  });
+});
+
+test("8.3 bash 的结果文字：恰好等于上限的原样交出；截断了就写明总字节数，输出留到恰好填满上限；连说明都放不下时不留输出", { timeout: 3_000 }, async () => {
+  await withSandbox(async ({ workspace }) => {
+    const bash = (cap: number) => bashTool(workspace, bashLimits({ bashMaxOutputBytes: cap }));
+
+    // 49 个 x、空行、13 字节的 "[退出码 0]"：恰好 64 字节，没截断，原样交出。
+    const fits = okText(await call(bash(64), { command: "printf '%049d' 0 | tr 0 x" }));
+    assert.equal(fits, `${"x".repeat(49)}\n\n[退出码 0]`);
+
+    // 500 个换行：去掉末尾空白后什么也不剩，可输出确实被截断了，说明照样要写。
+    assert.match(okText(await call(bash(200), { command: "printf '%0500d' 0 | tr 0 '\\n'" })), /^\n\n\[输出共 500 字节，连同说明超过 200 字节上限/);
+
+    const full = okText(await call(bash(200), { command: "printf '%01000d' 0 | tr 0 x" }));
+    assert.equal(Buffer.byteLength(full, "utf8"), 200, "截断时输出的结尾留到恰好填满上限");
+    assert.match(full, /^x+\n\n\[输出共 1000 字节，连同说明超过 200 字节上限，只保留了结尾部分。\]\n\n\[退出码 0\]$/);
+
+    const tiny = okText(await call(bash(40), { command: "printf '%01000d' 0 | tr 0 x" }));
+    assert.ok(tiny.startsWith("\n\n[输出共 1000 字节，连同说明超过 40 字节上限"), `上限连说明都放不下时一个字节的输出也不留：${tiny}`);
+  });
+});
+
+test("8.3 收集器边收边丢：命令吐出 100 MB，交出结果时内存里没有攒下这些输出", { timeout: 10_000 }, async () => {
+  await withSandbox(async ({ root }) => {
+    // Buffer 的字节记在 arrayBuffers 里：攒下全部块的实现在这里至少涨上 100 MB（拼接时还要再复制一份）；
+    // 边收边丢的实现只多出几十 MB 还没被回收的旧块。
+    const before = process.memoryUsage().arrayBuffers;
+    const result = await runCommand("head -c 100000000 /dev/zero", { ...quick, cwd: root, maxOutputBytes: 4_096 });
+    const grownMb = (process.memoryUsage().arrayBuffers - before) / 2 ** 20;
+
+    assert.deepEqual([result.totalBytes, result.output], [100_000_000, "\0".repeat(4_096)]);
+    assert.ok(grownMb < 80, `内存里最多是上限再加一块，实际涨了 ${grownMb.toFixed(0)} MB`);
+  });
+});
+
 /** 50 毫秒后按下取消，模拟用户在命令运行途中打断。 */
 function cancelSoon(): AbortSignal {
   const controller = new AbortController();
@@ -683,6 +876,9 @@ test("8.3 sh 退出后管道只再等一小会儿：换了进程组、握着管�
     // perl 的 setpgrp 与 setsid 同理：孙进程离开命令的进程组，组信号到不了它；它继承了输出管道，
     // 写下自己的 pid 之后睡 5 秒。
     const holder = `perl -e 'setpgrp(0, 0); open(my $f, ">", shift) or die; print $f $$; close $f; exec @ARGV' holder.pid sleep 5 &`;
+    // 先跑一条命令：第一次启动子进程时 libuv 会为自己多开一个描述符，不该算在这里。
+    await runCommand("true", { ...quick, cwd: root });
+    const descriptors = openDescriptors();
     const running = runCommand(`${holder} sleep 5`, { ...quick, cwd: root, drainMs: 30, signal: controller.signal });
     const holderPid = Number(await readyFile(root, "holder.pid"));
     const started = Date.now();
@@ -690,9 +886,44 @@ test("8.3 sh 退出后管道只再等一小会儿：换了进程组、握着管�
 
     const result = await running;
     const elapsed = Date.now() - started;
+    const leaked = openDescriptors() - descriptors;
     process.kill(holderPid, "SIGKILL");
+    assert.equal(leaked, 0, "排空窗口过后两根管道都由我们关掉，不等握着它的孙进程");
     assert.equal(result.status, "cancelled");
     assert.ok(elapsed < 1_000, `握着管道的孙进程还要睡 5 秒，结果却等了 ${elapsed} 毫秒`);
+  });
+});
+
+/** 此刻事件循环里有几个计时器，signal 上还挂着几个 abort 监听：调用结束后都该回到调用之前。 */
+function leftovers(signal: AbortSignal): { timers: number; listeners: number } {
+  return { timers: process.getActiveResourcesInfo().filter((kind) => kind === "Timeout").length, listeners: getEventListeners(signal, "abort").length };
+}
+
+test("8.3 调用结束不留下计时器和监听：正常退出时立即交出，取消与启动失败之后也一样", { timeout: 6_000 }, async () => {
+  await withSandbox(async ({ root }) => {
+    // 正常退出：管道随 sh 一起关闭，不必白等 3 秒的排空窗口；超时计时器、排空计时器和 abort 监听都已撤掉。
+    const exited = new AbortController();
+    const before = leftovers(exited.signal);
+    const started = Date.now();
+    const result = await runCommand("echo done", { ...quick, cwd: root, drainMs: 3_000, signal: exited.signal });
+    assert.equal(result.output, "done\n");
+    assert.ok(Date.now() - started < 1_500, `管道已经关闭，结果却等了 ${Date.now() - started} 毫秒`);
+    assert.deepEqual(leftovers(exited.signal), before);
+
+    // 取消：sh 收到 SIGTERM 就退出了，5 秒后的 SIGKILL 升级也要撤掉。
+    const cancelled = new AbortController();
+    const running = runCommand("sleep 5", { ...quick, cwd: root, killGraceMs: 5_000, signal: cancelled.signal });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    cancelled.abort();
+    assert.equal((await running).status, "cancelled");
+    assert.deepEqual(leftovers(cancelled.signal), before);
+
+    // 启动失败（cwd 不存在）：以 spawn 的错误拒绝；失败之前就按下的取消也不留下升级计时器。
+    const failed = new AbortController();
+    const broken = runCommand("true", { ...quick, cwd: path.join(root, "missing"), killGraceMs: 5_000, signal: failed.signal });
+    failed.abort();
+    await assert.rejects(broken, { code: "ENOENT" });
+    assert.deepEqual(leftovers(failed.signal), before);
   });
 });
 
