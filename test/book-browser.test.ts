@@ -410,6 +410,19 @@ test("读得舒服：正文不小于 16 px，中英混排只用一种字体；�
         }),
       );
       assert.ok(diagrams.length > 0, name);
+      if (name === "11-context-compaction" && width === 1400) {
+        // 第 11 章的第一张图：先画路径、再画上下文（与源码的顺序一致），一屏看得下，不是又细又长的一条
+        const first = await page.evaluate(() => {
+          const svg = document.querySelector(".diagram svg")!;
+          const boxes: Record<string, DOMRect> = {};
+          for (const group of svg.querySelectorAll("g.cluster")) boxes[(group.textContent ?? "").trim()] = group.getBoundingClientRect();
+          const path = boxes["路径"];
+          const context = boxes["上下文"];
+          return { height: svg.getBoundingClientRect().height, ordered: path !== undefined && context !== undefined && (path.left < context.left || path.top < context.top) };
+        });
+        assert.ok(first.ordered, "第 11 章第一张图：路径排在上下文之前");
+        assert.ok(first.height <= 900, `第 11 章第一张图高 ${Math.round(first.height)} px`);
+      }
       for (const diagram of diagrams) {
         assert.ok(diagram.scale >= 0.6, `${name}（${width} px）：图缩到了 ${diagram.scale.toFixed(2)} 倍`);
         assert.ok(diagram.reachable, `${name}（${width} px）：图的右边看不到也滚不到`);
