@@ -3,9 +3,8 @@ import { findChapter, loadChapters } from "./chapters.js";
 import { ensureHistory, type CourseHistory } from "./history.js";
 import { userCwd, warn } from "./cli.js";
 import { KIT_ROOT, LESSONS_DIR } from "./paths.js";
-import { openPracticeDir, type PracticeMarker } from "./practice.js";
+import { choosePracticeDir, openPracticeDir, type PracticeMarker } from "./practice.js";
 import { loadProgress, progressPath, type Progress } from "./progress.js";
-import { choosePracticeDir } from "./verify.js";
 
 /** 命令常用的一步：读章节、确保历史、找到用户要的那一章。 */
 export async function openChapter(input: string | undefined): Promise<{ chapters: Chapter[]; chapter: Chapter; history: CourseHistory }> {

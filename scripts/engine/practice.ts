@@ -19,6 +19,7 @@ import { checkoutTree, practiceStart, readCommittedFile, type CourseHistory } fr
 import { abortGitProcesses } from "./git.js";
 import { createLink, isSymlink, practiceLinks } from "./links.js";
 import { isInside } from "./paths.js";
+import type { Progress } from "./progress.js";
 import { practiceTeachingFiles } from "./starter.js";
 import { writePlan, type ContinueOrigin, type ContinuePlan } from "./continue.js";
 
@@ -38,6 +39,29 @@ export interface PracticeMarker {
 export interface PracticeResult {
   dir: string;
   start: string;
+}
+
+/**
+ * 命令没写目录时用哪个练习目录：进度里记下的（仍然存在且属于这一章），
+ * 否则是套件旁边的默认目录。
+ */
+export function choosePracticeDir(
+  kitRoot: string,
+  chapter: Chapter,
+  progress: Progress,
+  input: string | undefined,
+  cwd: string,
+): { dir: string; explicit: boolean } {
+  if (input !== undefined) return { dir: path.resolve(cwd, input), explicit: true };
+  const recorded = progress.practiceDirs[chapter.id];
+  if (recorded && existsSync(recorded)) {
+    try {
+      if (readPracticeMarker(recorded)?.chapter === chapter.id) return { dir: recorded, explicit: false };
+    } catch {
+      // 记下的目录标记坏了：退回默认目录
+    }
+  }
+  return { dir: defaultPracticeDir(kitRoot, chapter), explicit: false };
 }
 
 /** 默认练习目录：课程套件旁边的 pi-practice-NN。 */

@@ -5,8 +5,6 @@ import type { Chapter } from "./chapters.js";
 import { practiceStart, readCommittedFile, type CourseHistory } from "./history.js";
 import { firstDeviation, type Deviation, type TestFileChange } from "./deviation.js";
 import { labResults, patternsToIsolate, settledFailure, type EarlierResult, type LabResult } from "./labs.js";
-import { defaultPracticeDir, readPracticeMarker } from "./practice.js";
-import type { Progress } from "./progress.js";
 import { buildProject, compiledTestPath, failureLocation, isFileFailure, runTests, type BuildResult, type RunOptions, type TestOutcome, type TestReport } from "./runner.js";
 
 /**
@@ -195,27 +193,4 @@ async function buildConfigChange(
 
 function normalise(text: string): string {
   return text.replace(/\r\n/g, "\n");
-}
-
-/**
- * 命令没写目录时用哪个练习目录：进度里记下的（仍然存在且属于这一章），
- * 否则是套件旁边的默认目录。
- */
-export function choosePracticeDir(
-  kitRoot: string,
-  chapter: Chapter,
-  progress: Progress,
-  input: string | undefined,
-  cwd: string,
-): { dir: string; explicit: boolean } {
-  if (input !== undefined) return { dir: path.resolve(cwd, input), explicit: true };
-  const recorded = progress.practiceDirs[chapter.id];
-  if (recorded && existsSync(recorded)) {
-    try {
-      if (readPracticeMarker(recorded)?.chapter === chapter.id) return { dir: recorded, explicit: false };
-    } catch {
-      // 记下的目录标记坏了：退回默认目录
-    }
-  }
-  return { dir: defaultPracticeDir(kitRoot, chapter), explicit: false };
 }
