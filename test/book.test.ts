@@ -124,16 +124,16 @@ describe("npm run book 生成的书", () => {
       const fences = [...source.matchAll(/^```(\S*)$/gm)].map((m) => m[1]!).filter((_, index) => index % 2 === 0);
       const diagrams = fences.filter((lang) => lang === "mermaid").length;
       const pres = [...html.matchAll(/<pre[^>]*>(<code[^>]*>)?/g)];
-      const highlighted = pres.filter((m) => /^<code class="hljs language-(ts|json|bash|diff|text)">$/.test(m[1] ?? ""));
+      const highlighted = pres.filter((m) => /^<code class="hljs language-(ts|js|json|bash|diff|text)">$/.test(m[1] ?? ""));
       const mermaid = pres.filter((m) => m[0] === '<pre class="mermaid">');
       assert.equal(highlighted.length + mermaid.length, pres.length, `${chapter.dirName}：有没高亮的 <pre>`);
       assert.equal(mermaid.length, diagrams, chapter.dirName);
       // 课文的代码块 + 卡片里的命令（每个实践一块、开始一块、查看改动一块）+ 每个实践的局部代码提示
       assert.equal(highlighted.length, fences.length - diagrams + chapter.labs.length + 2 + chapter.labs.length, chapter.dirName);
       // 真的上了色：带关键字的 TypeScript 块里有高亮的 span
-      for (const block of html.matchAll(/<code class="hljs language-ts">([\s\S]*?)<\/code>/g)) {
+      for (const block of html.matchAll(/<code class="hljs language-(?:ts|js)">([\s\S]*?)<\/code>/g)) {
         if (/\b(const|let|function|return|import|export|interface|type|class|await)\b/.test(block[1]!.replace(/<[^>]+>/g, ""))) {
-          assert.match(block[1]!, /class="hljs-(keyword|attr|string|title)/, `${chapter.dirName}：TypeScript 块没有高亮`);
+          assert.match(block[1]!, /class="hljs-(keyword|attr|string|title)/, `${chapter.dirName}：TypeScript / JavaScript 块没有高亮`);
         }
       }
     }

@@ -1,6 +1,7 @@
 import hljs from "highlight.js/lib/core";
 import bash from "highlight.js/lib/languages/bash";
 import diff from "highlight.js/lib/languages/diff";
+import javascript from "highlight.js/lib/languages/javascript";
 import json from "highlight.js/lib/languages/json";
 import plaintext from "highlight.js/lib/languages/plaintext";
 import typescript from "highlight.js/lib/languages/typescript";
@@ -8,17 +9,19 @@ import typescript from "highlight.js/lib/languages/typescript";
 /**
  * 构建时的语法高亮（highlight.js）：输出只带 class 的 span，颜色全在它自带的
  * github / github-dark 样式表里，按系统主题切换；浏览器里不需要任何脚本。
- * 只注册课文用到的几种语言，整本书的高亮在几百毫秒内完成。
+ * 只注册课文用到的几种语言（js 是第 16 章里模型写的脚本），整本书的高亮在几百毫秒内完成。
  */
-export const CODE_LANGUAGES = ["ts", "json", "bash", "diff", "text"] as const;
+export const CODE_LANGUAGES = ["ts", "js", "json", "bash", "diff", "text"] as const;
 export type CodeLanguage = (typeof CODE_LANGUAGES)[number];
 
-const GRAMMARS = { ts: typescript, json, bash, diff, text: plaintext } as const;
+const GRAMMARS = { ts: typescript, js: javascript, json, bash, diff, text: plaintext } as const;
 for (const lang of CODE_LANGUAGES) hljs.registerLanguage(lang, GRAMMARS[lang]);
 
 /** 课文里常见的别名，归到上面几种之一。 */
 const ALIASES: Record<string, CodeLanguage> = {
   typescript: "ts",
+  javascript: "js",
+  mjs: "js",
   sh: "bash",
   shell: "bash",
   console: "bash",
