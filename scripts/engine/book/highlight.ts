@@ -9,7 +9,7 @@ import typescript from "highlight.js/lib/languages/typescript";
 /**
  * 构建时的语法高亮（highlight.js）：输出只带 class 的 span，颜色全在它自带的
  * github / github-dark 样式表里，按系统主题切换；浏览器里不需要任何脚本。
- * 只注册课文用到的几种语言（js 是第 16 章里模型写的脚本），整本书的高亮在几百毫秒内完成。
+ * 只注册课文用到的几种语言，整本书的高亮在几百毫秒内完成。
  */
 export const CODE_LANGUAGES = ["ts", "js", "json", "bash", "diff", "text"] as const;
 export type CodeLanguage = (typeof CODE_LANGUAGES)[number];
