@@ -660,18 +660,23 @@ test("5.4 连接中途被掐断或根本连不上，都以 error 结束：已收
   assert.ok((message.errorMessage ?? "").length > 0, "连不上时也要说明原因");
 });
 
+/** 读流，第一个文字片段一到就取消：取消之后消费者还收到了什么、消息里留下了什么。 */
+async function abortAtFirstText(model: OpenAiCompatibleModel): Promise<{ events: ModelEvent[]; message: AssistantMessage }> {
+  const controller = new AbortController();
+  const stream = model.stream({ messages: [question] }, { signal: controller.signal });
+  const events: ModelEvent[] = [];
+  for await (const event of stream) {
+    events.push(event);
+    if (event.type === "text_delta") controller.abort();
+  }
+  return { events, message: await stream.result() };
+}
+
 test("5.4 中途取消以 aborted 结束并保留已收到的文字；开始前就取消的请求不会发出去；等响应头时取消也立刻收场", { timeout: 5_000 }, async () => {
   const silent: Reply = () => new Promise<void>(() => {});
   await withServer([sseReply(sseBody(textChunk("我先读")), "hang"), silent], async (baseUrl, seen) => {
     const model = modelAt(baseUrl);
-    const controller = new AbortController();
-    const stream = model.stream({ messages: [question] }, { signal: controller.signal });
-    const events: ModelEvent[] = [];
-    for await (const event of stream) {
-      events.push(event);
-      if (event.type === "text_delta") controller.abort();
-    }
-    const aborted = await stream.result();
+    const { events, message: aborted } = await abortAtFirstText(model);
     assertStop(aborted, "aborted");
     assert.deepEqual(labels(events), ["start", "text_delta#0", "error"]);
     assert.ok(events[2]?.type === "error" && events[2].reason === "aborted");
@@ -699,14 +704,7 @@ test("5.4 取消之后缓冲里剩下的事件不再送出：同一块里的后�
   // 三个文字片段和 finish_reason 挤在同一块里到达：解码器一次就把它们都凑齐了。
   const body = sseBody(textChunk("一"), textChunk("二"), textChunk("三"), finishChunk("stop"), "[DONE]");
   const model = new OpenAiCompatibleModel({ baseUrl: nowhere, apiKey: KEY, model: MODEL, fetch: fetchReplying(() => new Response(body)) });
-  const controller = new AbortController();
-  const stream = model.stream({ messages: [question] }, { signal: controller.signal });
-  const events: ModelEvent[] = [];
-  for await (const event of stream) {
-    events.push(event);
-    if (event.type === "text_delta") controller.abort();
-  }
-  const message = await stream.result();
+  const { events, message } = await abortAtFirstText(model);
   assertStop(message, "aborted");
   assert.deepEqual(labels(events), ["start", "text_delta#0", "error"]);
   assert.deepEqual(message.content, [text("一")]);
