@@ -72,8 +72,9 @@ export function revealHint(
   lab: Lab,
   requested?: number,
 ): { step: HintStep; seen: number; warning?: string } {
-  const step = nextHint(chapter, lab, hintsShown(progress, chapter.id, lab.id), requested);
-  if (!step.isNew) return { step, seen: hintsShown(progress, chapter.id, lab.id) };
+  const shown = hintsShown(progress, chapter.id, lab.id);
+  const step = nextHint(chapter, lab, shown, requested);
+  if (!step.isNew) return { step, seen: shown };
   let seen = step.level;
   const saved = updateProgress(file, (latest) => {
     recordHint(latest, chapter.id, lab.id, step.level);
