@@ -23,7 +23,7 @@ import {
   type Target,
 } from "./engine/bench.js";
 import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
-import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
+import { paint, runCommandLine, userCwd } from "./engine/cli.js";
 import { CourseError, usageError } from "./engine/errors.js";
 import { ensureHistory } from "./engine/history.js";
 import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
@@ -72,17 +72,12 @@ interface SavedRun {
   rows: Array<{ id: string; median: number | null }>;
 }
 
-await runCommand(async () => {
-  const { values, positionals } = parseCommandLine({
+await runCommandLine(HELP, {
     runs: { type: "string" },
     full: { type: "boolean" },
     chapter: { type: "string" },
     out: { type: "string" },
-  });
-  if (values.help) {
-    console.log(HELP);
-    return;
-  }
+  }, async ({ values, positionals }) => {
   if (positionals.length > 0) throw usageError("TOO_MANY_ARGS", `bench 不接受位置参数，收到了：${positionals.join(" ")}`);
   const runs = parseRuns(values.runs);
   const out = values.out === undefined ? DEFAULT_OUT : path.resolve(userCwd(), values.out);

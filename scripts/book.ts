@@ -3,7 +3,7 @@ import path from "node:path";
 
 import { serveBook } from "./engine/book/serve.js";
 import { buildBook, renderBook, type BookOptions } from "./engine/book/site.js";
-import { paint, parseCommandLine, runCommand, userCwd, warn } from "./engine/cli.js";
+import { paint, runCommandLine, userCwd, warn } from "./engine/cli.js";
 import { usageError } from "./engine/errors.js";
 import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
 import { loadProgress, progressPath } from "./engine/progress.js";
@@ -25,12 +25,7 @@ const HELP = `用法：npm run book [-- --serve [--port 端口]] [--out 目录]
   --out 目录  发布版的输出目录（默认 .book/）；重建时整个清空，所以不能是放着别的东西的目录
   --help      显示本说明`;
 
-await runCommand(async () => {
-  const { values, positionals } = parseCommandLine({ serve: { type: "boolean" }, port: { type: "string" }, out: { type: "string" } });
-  if (values.help) {
-    console.log(HELP);
-    return;
-  }
+await runCommandLine(HELP, { serve: { type: "boolean" }, port: { type: "string" }, out: { type: "string" } }, async ({ values, positionals }) => {
   if (positionals.length > 0) throw usageError("TOO_MANY_ARGS", `book 不接受参数，收到了：${positionals.join(" ")}`);
   if (values.port !== undefined && !values.serve) throw usageError("PORT_WITHOUT_SERVE", "--port 只和 --serve 一起使用");
   if (values.out !== undefined && values.out.trim() === "") throw usageError("BAD_OUT", "--out 不能是空字符串");

@@ -1,6 +1,6 @@
 
 import { renderCard } from "./engine/card.js";
-import { paint, print, runCommand, parseCommandLine } from "./engine/cli.js";
+import { paint, print, runCommandLine } from "./engine/cli.js";
 import { openChapter } from "./engine/course.js";
 import { usageError } from "./engine/errors.js";
 
@@ -12,12 +12,7 @@ const HELP = `用法：npm run checkpoint -- <章节> [--json]
   --json   以 JSON 输出，供其他工具读取
   --help   显示本说明`;
 
-await runCommand(async () => {
-  const { values, positionals } = parseCommandLine({ json: { type: "boolean" } });
-  if (values.help) {
-    console.log(HELP);
-    return;
-  }
+await runCommandLine(HELP, { json: { type: "boolean" } }, async ({ values, positionals }) => {
   if (positionals.length > 1) throw usageError("TOO_MANY_ARGS", `只能指定一个章节，收到了：${positionals.join(" ")}`);
   const { chapter, history } = await openChapter(positionals[0]);
   const commits = history.chapters[chapter.id];

@@ -10,7 +10,7 @@ import { lintCourse } from "./engine/lint.js";
 import { sweepMutants } from "./engine/mutant-sweep.js";
 import { checkChain } from "./engine/chain.js";
 import { describeMutantReport } from "./engine/mutant-report.js";
-import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
+import { paint, runCommandLine, userCwd } from "./engine/cli.js";
 import { CourseError, usageError } from "./engine/errors.js";
 import { ensureHistory, shortHash, type CourseHistory } from "./engine/history.js";
 import { EDIT_BRANCH, KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
@@ -36,12 +36,12 @@ const HELP = `用法：npm run course -- <子命令>
                      活下来的要么补测试，要么写进 chapter.json 的 equivalentMutants（带理由）
   --help             显示本说明`;
 
-await runCommand(async () => {
-  const { values, positionals } = parseCommandLine({ from: { type: "string" }, json: { type: "boolean" } });
+await runCommandLine(HELP, { from: { type: "string" }, json: { type: "boolean" } }, async ({ values, positionals }) => {
   const [sub, ...rest] = positionals;
-  if (values.help || sub === undefined) {
+  if (sub === undefined) {
+    // 没写子命令是用法错误：照样给出说明，但以 2 退出。
     console.log(HELP);
-    if (sub === undefined && !values.help) process.exitCode = 2;
+    process.exitCode = 2;
     return;
   }
   if (sub === "history") {

@@ -14,7 +14,7 @@ import { SessionTree } from "../packages/pi-course/src/session-tree.js";
 import { ToolRegistry } from "../packages/pi-course/src/tools.js";
 import { text, textOf, userMessage, type AgentMessage, type Message, type Model } from "../packages/pi-course/src/types.js";
 import { Workspace } from "../packages/pi-course/src/workspace.js";
-import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
+import { paint, runCommandLine, userCwd } from "./engine/cli.js";
 import { CourseError, usageError } from "./engine/errors.js";
 
 const HELP = `用法：npm run demo -- [--workspace 目录] [任务]
@@ -78,12 +78,7 @@ function scriptedSessionModel(): ScriptedModel {
  */
 const DEMO_BUDGET: CompactionSettings = { contextWindow: 480, reserveTokens: 48, safetyMargin: 24, keepRecentTokens: 16 };
 
-await runCommand(async () => {
-  const { values, positionals } = parseCommandLine({ workspace: { type: "string" } });
-  if (values.help) {
-    console.log(HELP);
-    return;
-  }
+await runCommandLine(HELP, { workspace: { type: "string" } }, async ({ values, positionals }) => {
   const task = positionals.join(" ").trim() || README_TASK;
   let endpoint: Model | undefined;
   try {

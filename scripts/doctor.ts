@@ -1,7 +1,7 @@
 import path from "node:path";
 
 import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
-import { chapterAndDir, paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
+import { chapterAndDir, paint, runCommandLine, userCwd } from "./engine/cli.js";
 import {
   checkCheckout,
   checkGit,
@@ -38,12 +38,7 @@ Node.js 版本、git、课程套件是否为 git 仓库、依赖是否装好、�
 const SYMBOL: Record<DoctorCheck["status"], string> = { ok: "✓", warn: "!", fail: "✗", skip: "·" };
 const STYLE = { ok: "green", warn: "yellow", fail: "red", skip: "dim" } as const;
 
-await runCommand(async () => {
-  const { values, positionals } = parseCommandLine({ fix: { type: "boolean" }, json: { type: "boolean" } });
-  if (values.help) {
-    console.log(HELP);
-    return;
-  }
+await runCommandLine(HELP, { fix: { type: "boolean" }, json: { type: "boolean" } }, async ({ values, positionals }) => {
   const given = chapterAndDir(positionals);
   const loaded = loadChaptersChecked();
   const { chapters } = loaded;

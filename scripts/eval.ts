@@ -1,4 +1,4 @@
-import { paint, parseCommandLine, runCommand, userCwd } from "./engine/cli.js";
+import { paint, runCommandLine, userCwd } from "./engine/cli.js";
 import { usageError } from "./engine/errors.js";
 import { chooseEvalProject, evaluate, loadEvalProject } from "./engine/eval.js";
 import { KIT_ROOT } from "./engine/paths.js";
@@ -16,12 +16,7 @@ const HELP = `用法：npm run eval -- [目录] [--json] [--live]
 
 退出码：全部通过 0；有任务没通过 1；用法错误 2。`;
 
-await runCommand(async () => {
-  const { values, positionals } = parseCommandLine({ json: { type: "boolean" }, live: { type: "boolean" } });
-  if (values.help) {
-    console.log(HELP);
-    return;
-  }
+await runCommandLine(HELP, { json: { type: "boolean" }, live: { type: "boolean" } }, async ({ values, positionals }) => {
   if (positionals.length > 1) throw usageError("TOO_MANY_ARGS", `最多一个参数（课程项目的目录），收到了：${positionals.join(" ")}`);
   const project = await loadEvalProject(chooseEvalProject(KIT_ROOT, userCwd(), positionals[0]));
   const outcome = await evaluate(project, { live: values.live === true, env: process.env });

@@ -1,6 +1,6 @@
 
 import { findChapter, loadChapters, type Chapter, type Lab } from "./engine/chapters.js";
-import { paint, print, runCommand, parseCommandLine, warn } from "./engine/cli.js";
+import { paint, print, runCommandLine, warn } from "./engine/cli.js";
 import { openPracticeSession, openProgress, type CommandProgress } from "./engine/course.js";
 import { usageError } from "./engine/errors.js";
 import { findLab, LADDER_HEIGHT, levelName, revealHint } from "./engine/hints.js";
@@ -25,12 +25,7 @@ const HELP = `用法：npm run hint -- <章节> [实践] [--level N] [--dir 目�
   --dir 目录  省略 [实践] 时在哪个练习目录里找没通过的实践（默认与 verify 相同）
   --help      显示本说明`;
 
-await runCommand(async () => {
-  const { values, positionals } = parseCommandLine({ level: { type: "string" }, dir: { type: "string" } });
-  if (values.help) {
-    console.log(HELP);
-    return;
-  }
+await runCommandLine(HELP, { level: { type: "string" }, dir: { type: "string" } }, async ({ values, positionals }) => {
   if (positionals.length > 2) throw usageError("TOO_MANY_ARGS", `最多两个参数（章节、实践），收到了：${positionals.join(" ")}`);
   const requested = values.level === undefined ? undefined : parseLevel(values.level);
   const chapters = loadChapters(LESSONS_DIR);

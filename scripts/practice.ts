@@ -3,7 +3,7 @@ import * as util from "node:util";
 
 import { BUILD_COMMAND, focusedTestCommand } from "./engine/card.js";
 import type { Chapter } from "./engine/chapters.js";
-import { chapterAndDir, paint, print, runCommand, userCwd, parseCommandLine, warn } from "./engine/cli.js";
+import { chapterAndDir, paint, print, runCommandLine, userCwd, warn } from "./engine/cli.js";
 import { conflictReport, deviationSummary, planContinue, previousChapter, readLearnerTree, type ContinuePlan } from "./engine/continue.js";
 import { openChapter, openProgress } from "./engine/course.js";
 import { CourseError, usageError } from "./engine/errors.js";
@@ -39,12 +39,7 @@ const PRACTICE_OPTIONS = {
   "use-course": { type: "string", multiple: true },
 } as const;
 
-await runCommand(async () => {
-  const { values, positionals } = parseCommandLine(PRACTICE_OPTIONS);
-  if (values.help) {
-    console.log(HELP);
-    return;
-  }
+await runCommandLine(HELP, PRACTICE_OPTIONS, async ({ values, positionals }) => {
   const { rest, source } = values.continue ? splitContinueSource(positionals) : { rest: positionals, source: undefined };
   if (!values.continue && (values["keep-mine"] || values["use-course"])) {
     throw usageError("CONTINUE_ONLY", "--keep-mine 与 --use-course 只和 --continue 一起使用");

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { createInterface } from "node:readline/promises";
 
-import { paint, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
+import { paint, runCommandLine, userCwd } from "./engine/cli.js";
 import { openChapter, openPracticeSession } from "./engine/course.js";
 import { usageError } from "./engine/errors.js";
 import { KIT_ROOT } from "./engine/paths.js";
@@ -25,12 +25,7 @@ watch 里按 x 也能还原，问的是同一句。
   --yes    不问，直接还原（给脚本用）
   --help   显示本说明`;
 
-await runCommand(async () => {
-  const { values, positionals } = parseCommandLine({ yes: { type: "boolean", short: "y" } });
-  if (values.help) {
-    console.log(HELP);
-    return;
-  }
+await runCommandLine(HELP, { yes: { type: "boolean", short: "y" } }, async ({ values, positionals }) => {
   if (positionals.length > 3) throw usageError("TOO_MANY_ARGS", `最多三个参数（章节、文件、目录），收到了：${positionals.join(" ")}`);
   const [chapterInput, fileInput, dirInput] = positionals;
   if (fileInput === undefined || fileInput.trim() === "") {

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 
 import { loadChapters } from "./engine/chapters.js";
-import { paint, print, runCommand, userCwd, parseCommandLine } from "./engine/cli.js";
+import { paint, print, runCommandLine, userCwd } from "./engine/cli.js";
 import { openProgress } from "./engine/course.js";
 import { usageError } from "./engine/errors.js";
 import { ensureHistory } from "./engine/history.js";
@@ -28,12 +28,7 @@ const HELP = `用法：npm start，或 npm run status [-- --json]
   --json   以 JSON 输出地图
   --help   显示本说明`;
 
-await runCommand(async () => {
-  const { values, positionals } = parseCommandLine({ json: { type: "boolean" } });
-  if (values.help) {
-    console.log(HELP);
-    return;
-  }
+await runCommandLine(HELP, { json: { type: "boolean" } }, async ({ values, positionals }) => {
   if (positionals.length > 0) throw usageError("TOO_MANY_ARGS", `status 不接受参数，收到了：${positionals.join(" ")}（看单章用 npm run checkpoint -- <章节>）`);
   const chapters = loadChapters(LESSONS_DIR);
   const history = await ensureHistory(KIT_ROOT, chapters);

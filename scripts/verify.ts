@@ -1,5 +1,5 @@
 
-import { chapterAndDir, paint, print, runCommand, parseCommandLine, warn } from "./engine/cli.js";
+import { chapterAndDir, paint, print, runCommandLine, warn } from "./engine/cli.js";
 import { openChapter, openPracticeSession } from "./engine/course.js";
 import { CourseError } from "./engine/errors.js";
 import { practiceStart, shortHash } from "./engine/history.js";
@@ -41,12 +41,7 @@ practice --continue 接着你自己的代码建的目录，检查与从课程起
 
 const color: Painter = (style, text) => paint(style, text);
 
-await runCommand(async () => {
-  const { values, positionals } = parseCommandLine({ json: { type: "boolean" } });
-  if (values.help) {
-    console.log(HELP);
-    return;
-  }
+await runCommandLine(HELP, { json: { type: "boolean" } }, async ({ values, positionals }) => {
   const [chapterInput, dirInput] = chapterAndDir(positionals);
   const { chapters, chapter, history } = await openChapter(chapterInput);
   const session = openPracticeSession(chapter, dirInput);

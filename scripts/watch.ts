@@ -1,7 +1,7 @@
 import path from "node:path";
 
 import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
-import { chapterAndDir, paint, runCommand, parseCommandLine } from "./engine/cli.js";
+import { chapterAndDir, paint, runCommandLine, type CommandLine } from "./engine/cli.js";
 import { openPracticeSession } from "./engine/course.js";
 import { usageError } from "./engine/errors.js";
 import { LiveBuild, type Compiled } from "./engine/live-build.js";
@@ -40,12 +40,9 @@ const HELP = `用法：npm run watch -- <章节> [目录] [--poll] [--interval �
 
 const color: Painter = (style, text) => paint(style, text);
 
-async function main(): Promise<void> {
-  const { values, positionals } = parseCommandLine({ poll: { type: "boolean" }, interval: { type: "string" } });
-  if (values.help) {
-    console.log(HELP);
-    return;
-  }
+const WATCH_OPTIONS = { poll: { type: "boolean" }, interval: { type: "string" } } as const;
+
+async function main({ values, positionals }: CommandLine<typeof WATCH_OPTIONS>): Promise<void> {
   const [chapterInput, dirInput] = chapterAndDir(positionals);
   const intervalMs = values.interval === undefined ? undefined : parseInterval(values.interval);
   if (intervalMs !== undefined && !values.poll) throw usageError("INTERVAL_WITHOUT_POLL", "--interval 只和 --poll 一起使用");
@@ -209,7 +206,7 @@ function parseInterval(text: string): number {
 }
 
 
-await runCommand(main);
+await runCommandLine(HELP, WATCH_OPTIONS, main);
 
 /** 管道里的屏高：只有 PI_COURSE_ROWS 给定时才按它收起（测试用它模拟 80×24）。 */
 function screenRows(): number | undefined {

@@ -58,6 +58,25 @@ export async function runCommand(main: () => Promise<void>): Promise<void> {
 }
 
 /**
+ * 每个命令都这样开头：解析参数，遇到 --help / -h 打印说明就结束，其余交给 body；错误按 runCommand 的约定打印。
+ */
+export async function runCommandLine<const T extends NonNullable<util.ParseArgsConfig["options"]>>(
+  help: string,
+  options: T,
+  body: (args: CommandLine<T>) => Promise<void>,
+): Promise<void> {
+  await runCommand(async () => {
+    const args = parseCommandLine(options);
+    // T 还是泛型时 TypeScript 算不出 values 有哪些键；help 总是有的（HELP_OPTION）。
+    if ((args.values as { help?: boolean }).help) {
+      console.log(help);
+      return;
+    }
+    await body(args);
+  });
+}
+
+/**
  * 输出接进了提前退出的管道（npm run status | head）：读端关了，再写就是 EPIPE。
  * 读的人已经不要后面的输出了，按当前的退出码安静地结束，而不是打出一串堆栈。
  */
@@ -97,6 +116,9 @@ export function chapterAndDir(positionals: readonly string[]): [chapter: string 
 }
 
 const HELP_OPTION = { help: { type: "boolean", short: "h" } } as const;
+
+/** parseCommandLine 的结果：命令自己的选项加上 --help。 */
+export type CommandLine<T extends NonNullable<util.ParseArgsConfig["options"]>> = ReturnType<typeof parseCommandLine<T>>;
 
 /**
  * 所有命令共用的参数解析：允许位置参数，自带 --help / -h，英文报错换成中文用法错误。
