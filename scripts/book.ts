@@ -7,7 +7,7 @@ import { paint, runCommandLine, userCwd, warn } from "./engine/cli.js";
 import { usageError } from "./engine/errors.js";
 import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
 import { loadProgress, progressPath } from "./engine/progress.js";
-import { watchTree } from "./engine/watch.js";
+import { watchTree } from "./engine/watch/file-events.js";
 
 const DEFAULT_PORT = 4173;
 const DEFAULT_OUT = path.join(KIT_ROOT, ".book");

@@ -4,15 +4,15 @@ import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
 import { chapterAndDir, paint, runCommandLine, type CommandLine } from "./engine/cli.js";
 import { openPracticeSession } from "./engine/course.js";
 import { usageError } from "./engine/errors.js";
-import { LiveBuild, type Compiled } from "./engine/live-build.js";
+import { LiveBuild, type Compiled } from "./engine/watch/live-build.js";
 import { COURSE_PACKAGE, KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
 import { withPracticeLock } from "./engine/practice-lock.js";
 import { fitWatchScreen, type Painter } from "./engine/screen.js";
 import { terminalColumns } from "./engine/terminal.js";
 import { checkPractice, type PracticeCheck, type RunFileOptions } from "./engine/verify.js";
-import { WarmTests } from "./engine/warm-tests.js";
-import { DEFAULT_POLL_INTERVAL_MS, watchTree, type Watcher } from "./engine/watch.js";
-import { WatchSession } from "./engine/watch-session.js";
+import { WarmTests } from "./engine/watch/warm-tests.js";
+import { DEFAULT_POLL_INTERVAL_MS, watchTree, type Watcher } from "./engine/watch/file-events.js";
+import { WatchSession } from "./engine/watch/session.js";
 import { startProgress } from "./progress-line.mjs";
 
 const HELP = `用法：npm run watch -- <章节> [目录] [--poll] [--interval 毫秒]

@@ -5,7 +5,7 @@ import path from "node:path";
 import { after, describe, test } from "node:test";
 
 import { HUNG_MESSAGE, runTests, type TestOutcome, type TestReport } from "../scripts/engine/runner.ts";
-import { WarmTests } from "../scripts/engine/warm-tests.ts";
+import { WarmTests } from "../scripts/engine/watch/warm-tests.ts";
 import { tempDir } from "./helpers.ts";
 
 const work = tempDir("runner-warm");

@@ -7,7 +7,7 @@ import { findChapter, loadChapters } from "../scripts/engine/chapters.ts";
 import { KIT_ROOT, LESSONS_DIR } from "../scripts/engine/paths.ts";
 import type { Painter } from "../scripts/engine/screen.ts";
 import { checkPractice, type PracticeCheck } from "../scripts/engine/verify.ts";
-import { WatchSession } from "../scripts/engine/watch-session.ts";
+import { WatchSession } from "../scripts/engine/watch/session.ts";
 import { tempDir } from "./helpers.ts";
 import { practice, readProgress } from "./learner.ts";
 

@@ -10,7 +10,7 @@ import stringWidth from "string-width";
 import { findChapter, loadChapters } from "../scripts/engine/chapters.ts";
 import { LESSONS_DIR } from "../scripts/engine/paths.ts";
 import { watchFooter } from "../scripts/engine/screen.ts";
-import { isEditorNoise } from "../scripts/engine/watch.ts";
+import { isEditorNoise } from "../scripts/engine/watch/file-events.ts";
 import { hasPty, KIT, kitScriptArgs, runCommandInTerminal, runInTerminal, runScript, tempDir } from "./helpers.ts";
 import { applyFault, card, practice, show, solveTo } from "./learner.ts";
 

@@ -182,7 +182,7 @@ export interface RunOptions {
    * 因它没开始的测试不报告（它们随后重跑，结果只在最后的报告里）。
    */
   onOutcome?: (outcome: TestOutcome) => void;
-  /** 测试进程从哪里来：默认现启动一个（coldTestProcess）；watch 交给它预先启动好的进程（见 warm-tests.ts）。 */
+  /** 测试进程从哪里来：默认现启动一个（coldTestProcess）；watch 交给它预先启动好的进程（见 watch/warm-tests.ts）。 */
   launch?: TestLauncher;
 }
 

@@ -1,5 +1,5 @@
 // 预热的测试进程：node 与 node:test 先启动好，等标准输入送来要运行的文件（一行 JSON {file}）再 import 它。
-// 一个进程只运行一个文件一次（ES 模块不能重新加载）：测完就退出，由 warm-tests.ts 补上下一个。
+// 一个进程只运行一个文件一次（ES 模块不能重新加载）：测完就退出，由 watch/warm-tests.ts 补上下一个。
 // 参数、环境、报告器与冻结 assert 的预加载和冷启动的进程完全相同（runner.ts 的 testProcessSpec）。
 import "node:test";
 import { pathToFileURL } from "node:url";

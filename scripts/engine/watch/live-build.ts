@@ -3,8 +3,8 @@ import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 
 import { removeOrphanOutputs, WatchCompiler, type CompileRound } from "./compiler.js";
-import { COURSE_PACKAGE } from "./paths.js";
-import type { BuildResult } from "./runner.js";
+import { COURSE_PACKAGE } from "../paths.js";
+import type { BuildResult } from "../runner.js";
 
 /**
  * watch 的编译调度：什么时候 dist/ 里的输出对应磁盘上最新的源文件、可以拿去测。

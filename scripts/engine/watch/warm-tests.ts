@@ -1,4 +1,4 @@
-import { runTests, killTestProcess, TEST_TIMEOUT_MS, warmTestProcess, type RunOptions, type TestLauncher, type TestProcess, type TestReport } from "./runner.js";
+import { runTests, killTestProcess, TEST_TIMEOUT_MS, warmTestProcess, type RunOptions, type TestLauncher, type TestProcess, type TestReport } from "../runner.js";
 
 /**
  * watch 用的预热测试进程：每种运行（整个文件、或某个实践的 --test-name-pattern）

@@ -2,8 +2,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readdirSync, rmSync } from "node:fs";
 import path from "node:path";
 
-import { COURSE_PACKAGE } from "./paths.js";
-import { parseTscOutput, tscCommand, type BuildResult } from "./runner.js";
+import { COURSE_PACKAGE } from "../paths.js";
+import { parseTscOutput, tscCommand, type BuildResult } from "../runner.js";
 
 /**
  * 一直开着的编译器：项目自己的 TypeScript 以 tsc --watch 运行，保存之间把程序留在内存里，

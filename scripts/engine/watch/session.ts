@@ -1,17 +1,17 @@
 import path from "node:path";
 
-import type { Chapter } from "./chapters.js";
-import { isCourseError } from "./errors.js";
-import { LADDER_HEIGHT, revealHint } from "./hints.js";
-import { ensureHistory } from "./history.js";
-import { currentLab } from "./labs.js";
-import { labPrediction } from "./lesson.js";
-import { COURSE_PACKAGE } from "./paths.js";
-import { readPracticeMarker } from "./practice.js";
-import { emptyProgress, hintsShown, inspectProgress, type Progress } from "./progress.js";
-import { alreadyAtStart, resetFile, resetQuestion, startContent } from "./reset.js";
-import { buildLine, deviationLines, hintLine, inlineMarkdown, seconds, watchFooter, type Painter, type WatchScreen } from "./screen.js";
-import type { PracticeCheck } from "./verify.js";
+import type { Chapter } from "../chapters.js";
+import { isCourseError } from "../errors.js";
+import { LADDER_HEIGHT, revealHint } from "../hints.js";
+import { ensureHistory } from "../history.js";
+import { currentLab } from "../labs.js";
+import { labPrediction } from "../lesson.js";
+import { COURSE_PACKAGE } from "../paths.js";
+import { readPracticeMarker } from "../practice.js";
+import { emptyProgress, hintsShown, inspectProgress, type Progress } from "../progress.js";
+import { alreadyAtStart, resetFile, resetQuestion, startContent } from "../reset.js";
+import { buildLine, deviationLines, hintLine, inlineMarkdown, seconds, watchFooter, type Painter, type WatchScreen } from "../screen.js";
+import type { PracticeCheck } from "../verify.js";
 
 /**
  * watch 的状态机：保存、编译好的结果、测试的进展与按键进来，一屏一屏的内容出去。
