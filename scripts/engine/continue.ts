@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
@@ -263,43 +263,6 @@ export function mergeThreeWay(ours: string, base: string, theirs: string): strin
     return result.status === 0 ? result.stdout : undefined;
   } finally {
     rmSync(scratch, { recursive: true, force: true });
-  }
-}
-
-/** 把算好的内容写进（临时）目录。 */
-export function writePlan(plan: ContinuePlan, dir: string): void {
-  for (const [file, content] of plan.files) {
-    const target = path.join(dir, ...file.split("/"));
-    mkdirSync(path.dirname(target), { recursive: true });
-    writeFileSync(target, content);
-  }
-  for (const [file, link] of plan.links) {
-    const target = path.join(dir, ...file.split("/"));
-    mkdirSync(path.dirname(target), { recursive: true });
-    symlinkSync(link, target);
-  }
-  writeStarts(dir, plan.starts);
-}
-
-/** reset 要用的起点快照：.pi-course/start/<文件>。 */
-export const START_DIR = path.join(".pi-course", "start");
-
-function writeStarts(dir: string, starts: ReadonlyMap<string, Buffer>): void {
-  for (const [file, content] of starts) {
-    const target = path.join(dir, START_DIR, ...file.split("/"));
-    mkdirSync(path.dirname(target), { recursive: true });
-    writeFileSync(target, content);
-  }
-}
-
-/** 接续目录里某个文件的起点快照；起点时没有这个文件就是 undefined。 */
-export function startSnapshot(dir: string, file: string): Buffer | undefined {
-  const snapshot = path.join(dir, START_DIR, ...file.split("/"));
-  try {
-    if (!lstatSync(snapshot).isFile()) return undefined;
-    return readFileSync(snapshot);
-  } catch {
-    return undefined;
   }
 }
 

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, unlinkSync, watch, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, unlinkSync, watch } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
@@ -8,7 +8,7 @@ import { binsIntoKit, createLink, isSymlink, linkedGroupDirs, linkTarget, practi
 import { isCourseError } from "./errors.js";
 import { ensureHistory, inspectHistory, locateGitDir, practiceStart, shortHash, type CourseHistory } from "./history.js";
 import { COURSE_BRANCH, COURSE_PACKAGE, isInside } from "./paths.js";
-import { readPracticeMarker, PRACTICE_MARKER } from "./practice.js";
+import { kitMoved, PRACTICE_MARKER, readPracticeMarker, repairMarker } from "./practice.js";
 import { inspectProgress, PROGRESS_ENV, updateProgress } from "./progress.js";
 import { testFileChanges } from "./verify.js";
 
@@ -488,24 +488,6 @@ function rememberMovedDir(file: string, chapterId: string, dir: string): () => s
     });
     return [`进度里第 ${chapterId} 章的练习目录改记成 ${dir}`];
   };
-}
-
-/** 练习目录记下的套件已经不在原处：它被移动或改名了，可以改记成现在这份。 */
-function kitMoved(recordedKit: string): boolean {
-  return !existsSync(path.join(recordedKit, "scripts", "doctor.ts"));
-}
-
-/**
- * 套件被移动或改名后，把练习目录标记里的套件位置改记成现在这份（只改 kitRoot 一个字段）。
- * 记下的套件还在时什么也不做：那是另一份套件创建的练习目录，不替学习者改主意。
- */
-export function repairMarker(kitRoot: string, dir: string): string[] {
-  const marker = readPracticeMarker(dir);
-  if (!marker || path.resolve(marker.kitRoot) === path.resolve(kitRoot) || !kitMoved(marker.kitRoot)) return [];
-  const file = path.join(dir, PRACTICE_MARKER);
-  const raw = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
-  writeFileSync(file, `${JSON.stringify({ ...raw, kitRoot }, null, 2)}\n`);
-  return [`练习目录记下的课程套件改成了 ${kitRoot}（原来的 ${marker.kitRoot} 已不在）`];
 }
 
 /** 文件监视能否工作：WSL 的 /mnt 与网络盘通常收不到变更事件。 */

@@ -1,5 +1,6 @@
 import {
   existsSync,
+  lstatSync,
   mkdirSync,
   readdirSync,
   readFileSync,
@@ -8,6 +9,7 @@ import {
   rmdirSync,
   rmSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from "node:fs";
 import path from "node:path";
@@ -21,7 +23,7 @@ import { createLink, isSymlink, practiceLinks } from "./links.js";
 import { isInside } from "./paths.js";
 import type { Progress } from "./progress.js";
 import { practiceTeachingFiles } from "./starter.js";
-import { writePlan, type ContinueOrigin, type ContinuePlan } from "./continue.js";
+import type { ContinueOrigin, ContinuePlan } from "./continue.js";
 
 export const PRACTICE_MARKER = ".pi-course-practice.json";
 export const GUIDE_FILE = "LEARNING.md";
@@ -90,6 +92,24 @@ function isOrigin(value: unknown): value is ContinueOrigin {
   const origin = value as Record<string, unknown>;
   const lists = ["own", "merged", "course", "mine"].every((key) => Array.isArray(origin[key]) && (origin[key] as unknown[]).every((item) => typeof item === "string"));
   return typeof origin.from === "string" && typeof origin.chapter === "string" && typeof origin.ownSince === "string" && lists;
+}
+
+/** 练习目录记下的套件已经不在原处：它被移动或改名了，可以改记成现在这份。 */
+export function kitMoved(recordedKit: string): boolean {
+  return !existsSync(path.join(recordedKit, "scripts", "doctor.ts"));
+}
+
+/**
+ * 套件被移动或改名后，把练习目录标记里的套件位置改记成现在这份（只改 kitRoot 一个字段）。
+ * 记下的套件还在时什么也不做：那是另一份套件创建的练习目录，不替学习者改主意。
+ */
+export function repairMarker(kitRoot: string, dir: string): string[] {
+  const marker = readPracticeMarker(dir);
+  if (!marker || path.resolve(marker.kitRoot) === path.resolve(kitRoot) || !kitMoved(marker.kitRoot)) return [];
+  const file = path.join(dir, PRACTICE_MARKER);
+  const raw = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
+  writeFileSync(file, `${JSON.stringify({ ...raw, kitRoot }, null, 2)}\n`);
+  return [`练习目录记下的课程套件改成了 ${kitRoot}（原来的 ${marker.kitRoot} 已不在）`];
 }
 
 /**
@@ -339,4 +359,41 @@ async function pauseForTests(stop: AbortSignal | undefined): Promise<void> {
       resolve();
     });
   });
+}
+
+/** 把算好的内容写进（临时）目录。 */
+export function writePlan(plan: ContinuePlan, dir: string): void {
+  for (const [file, content] of plan.files) {
+    const target = path.join(dir, ...file.split("/"));
+    mkdirSync(path.dirname(target), { recursive: true });
+    writeFileSync(target, content);
+  }
+  for (const [file, link] of plan.links) {
+    const target = path.join(dir, ...file.split("/"));
+    mkdirSync(path.dirname(target), { recursive: true });
+    symlinkSync(link, target);
+  }
+  writeStarts(dir, plan.starts);
+}
+
+/** reset 要用的起点快照：.pi-course/start/<文件>。 */
+export const START_DIR = path.join(".pi-course", "start");
+
+function writeStarts(dir: string, starts: ReadonlyMap<string, Buffer>): void {
+  for (const [file, content] of starts) {
+    const target = path.join(dir, START_DIR, ...file.split("/"));
+    mkdirSync(path.dirname(target), { recursive: true });
+    writeFileSync(target, content);
+  }
+}
+
+/** 接续目录里某个文件的起点快照；起点时没有这个文件就是 undefined。 */
+export function startSnapshot(dir: string, file: string): Buffer | undefined {
+  const snapshot = path.join(dir, START_DIR, ...file.split("/"));
+  try {
+    if (!lstatSync(snapshot).isFile()) return undefined;
+    return readFileSync(snapshot);
+  } catch {
+    return undefined;
+  }
 }

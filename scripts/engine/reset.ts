@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "
 import path from "node:path";
 
 import type { Chapter } from "./chapters.js";
-import { startSnapshot } from "./continue.js";
+import { startSnapshot } from "./practice.js";
 import { CourseError, usageError } from "./errors.js";
 import { readCommittedFile, type CourseHistory } from "./history.js";
 import type { PracticeMarker } from "./practice.js";
