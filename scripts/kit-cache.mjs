@@ -24,16 +24,23 @@ export function compiledKitCache(kitRoot) {
 
 /**
  * root 下 relative 目录（"." 是 root 本身）里的全部文件（递归），路径相对 root、用 / 分隔；目录不存在时是空的。
- * 只列普通文件（符号链接不算，也不顺着它走）；skipDirs 里的目录名在任何一层都跳过，例如 node_modules。
+ * 只列普通文件（符号链接不算，也不顺着它走）；skipDirs 里的目录名在任何一层都跳过，例如 node_modules；
+ * skip(相对路径) 为真的文件和目录也跳过。遍历途中被删掉的目录当作空的（watch 在学习者保存的同时遍历）。
  * 套件里所有“把一棵目录的文件列出来”的地方都用它。
  */
-export function filesUnder(root, relative, { skipDirs = [] } = {}) {
+export function filesUnder(root, relative, { skipDirs = [], skip = () => false } = {}) {
   const files = [];
   const walk = (dir) => {
-    const full = path.join(root, dir);
-    if (!existsSync(full)) return;
-    for (const entry of readdirSync(full, { withFileTypes: true })) {
+    let entries;
+    try {
+      entries = readdirSync(path.join(root, dir), { withFileTypes: true });
+    } catch (error) {
+      if (error.code === "ENOENT" || error.code === "ENOTDIR") return;
+      throw error;
+    }
+    for (const entry of entries) {
       const child = dir === "." ? entry.name : `${dir}/${entry.name}`;
+      if (skip(child)) continue;
       if (entry.isDirectory()) {
         if (!skipDirs.includes(entry.name)) walk(child);
       } else if (entry.isFile()) files.push(child);

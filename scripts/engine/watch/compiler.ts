@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import path from "node:path";
 
+import { filesUnder } from "../../kit-cache.mjs";
 import { COURSE_PACKAGE } from "../paths.js";
 import { parseTscOutput, tscCommand, type BuildResult } from "../runner.js";
 
@@ -142,25 +143,12 @@ export function removeOrphanOutputs(projectDir: string): string[] {
   const pkg = path.join(projectDir, COURSE_PACKAGE);
   const dist = path.join(pkg, "dist");
   const removed: string[] = [];
-  const walk = (dir: string, prefix: string) => {
-    let entries;
-    try {
-      entries = readdirSync(dir, { withFileTypes: true });
-    } catch {
-      return;
+  for (const file of filesUnder(dist, ".")) {
+    const sources = sourcesOf(file);
+    if (sources.length > 0 && !sources.some((source) => existsSync(path.join(pkg, source)))) {
+      rmSync(path.join(dist, ...file.split("/")), { force: true });
+      removed.push(file);
     }
-    for (const entry of entries) {
-      const relative = prefix ? `${prefix}/${entry.name}` : entry.name;
-      if (entry.isDirectory()) walk(path.join(dir, entry.name), relative);
-      else if (entry.isFile()) {
-        const sources = sourcesOf(relative);
-        if (sources.length > 0 && !sources.some((source) => existsSync(path.join(pkg, source)))) {
-          rmSync(path.join(dir, entry.name), { force: true });
-          removed.push(relative);
-        }
-      }
-    }
-  };
-  walk(dist, "");
+  }
   return removed;
 }

@@ -1,5 +1,7 @@
-import { existsSync, readdirSync, statSync, watch, type FSWatcher } from "node:fs";
+import { readdirSync, statSync, watch, type FSWatcher } from "node:fs";
 import path from "node:path";
+
+import { filesUnder } from "../../kit-cache.mjs";
 
 /**
  * 监视一棵目录：文件保存后（去抖）回调一次。默认用 fs.watch 的递归事件；
@@ -190,28 +192,13 @@ function watchPolling(
 /** 目录下每个文件的 “mtime:大小”，键是相对路径。 */
 export function snapshot(root: string, ignore: (relative: string) => boolean = () => false): Map<string, string> {
   const files = new Map<string, string>();
-  const walk = (dir: string, prefix: string) => {
-    let entries;
+  for (const relative of filesUnder(root, ".", { skipDirs: ["node_modules"], skip: ignore })) {
     try {
-      entries = readdirSync(dir, { withFileTypes: true });
+      const stat = statSync(path.join(root, relative));
+      files.set(relative, `${stat.mtimeMs}:${stat.size}`);
     } catch {
-      return; // 目录在遍历途中被删掉了：下一轮再看
+      // 文件刚被删除或改名：下一轮再看
     }
-    for (const entry of entries) {
-      const relative = prefix ? `${prefix}/${entry.name}` : entry.name;
-      if (ignore(relative) || entry.name === "node_modules") continue;
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full, relative);
-      else if (entry.isFile()) {
-        try {
-          const stat = statSync(full);
-          files.set(relative, `${stat.mtimeMs}:${stat.size}`);
-        } catch {
-          // 文件刚被删除或改名
-        }
-      }
-    }
-  };
-  if (existsSync(root)) walk(root, "");
+  }
   return files;
 }

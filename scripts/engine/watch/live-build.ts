@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 
 import { removeOrphanOutputs, WatchCompiler, type CompileRound } from "./compiler.js";
+import { filesUnder } from "../../kit-cache.mjs";
 import { COURSE_PACKAGE } from "../paths.js";
 import type { BuildResult } from "../runner.js";
 
@@ -217,17 +218,7 @@ function hashOf(file: string): string | null {
 
 /** packages/pi-course 下 src/ 与 test/ 里的源文件（相对路径，/ 分隔）。 */
 function sourceFiles(root: string): string[] {
-  const found: string[] = [];
-  const walk = (dir: string, prefix: string) => {
-    if (!existsSync(dir)) return;
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const relative = `${prefix}/${entry.name}`;
-      if (entry.isDirectory()) walk(path.join(dir, entry.name), relative);
-      else if (SOURCE.test(relative)) found.push(relative);
-    }
-  };
-  for (const top of ["src", "test"]) walk(path.join(root, top), top);
-  return found;
+  return ["src", "test"].flatMap((top) => filesUnder(root, top)).filter((file) => SOURCE.test(file));
 }
 
 function lastLine(text: string): string {
