@@ -19,7 +19,7 @@ import { ensureHistory, type CourseHistory } from "./engine/history.js";
 import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
 import { emptyProgress, inspectProgress, progressPath } from "./engine/progress.js";
 import { choosePracticeDir } from "./engine/practice.js";
-import { nextChapter } from "./engine/syllabus.js";
+import { nextChapter } from "./engine/course-map.js";
 
 const HELP = `用法：npm run doctor -- [章节] [目录] [--fix] [--json]
 

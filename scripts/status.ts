@@ -10,7 +10,7 @@ import { KIT_ROOT, LESSONS_DIR } from "./engine/paths.js";
 import { hintCount } from "./engine/progress.js";
 import { pad } from "./engine/screen.js";
 import { choosePracticeDir } from "./engine/practice.js";
-import { courseMap, type MapEntry } from "./engine/syllabus.js";
+import { courseMap, type MapEntry } from "./engine/course-map.js";
 
 const HELP = `用法：npm start，或 npm run status [-- --json]
 

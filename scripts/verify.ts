@@ -9,7 +9,7 @@ import { KIT_ROOT } from "./engine/paths.js";
 import { hintsShown, recordVerified, updateProgress } from "./engine/progress.js";
 import { checkLines, deviationLines, hintLine, seconds, type Painter } from "./engine/screen.js";
 import type { TestOutcome } from "./engine/runner.js";
-import { isBehind, nextChapter } from "./engine/syllabus.js";
+import { isBehind, nextChapter } from "./engine/course-map.js";
 import { checkPractice, type PracticeCheck } from "./engine/verify.js";
 
 const HELP = `用法：npm run verify -- <章节> [目录] [--json]

@@ -16,7 +16,7 @@ import { loadChapters, type Chapter } from "../scripts/engine/chapters.ts";
 import { isCourseError } from "../scripts/engine/errors.ts";
 import { ensureHistory, shortHash, type CourseHistory } from "../scripts/engine/history.ts";
 import { emptyProgress } from "../scripts/engine/progress.ts";
-import { courseMap } from "../scripts/engine/syllabus.ts";
+import { courseMap } from "../scripts/engine/course-map.ts";
 import { KIT, runScript, tempDir } from "./helpers.ts";
 
 const LESSONS = path.join(KIT, "lessons");

@@ -5,7 +5,7 @@ import { after, describe, test } from "node:test";
 
 import { loadChapters } from "../scripts/engine/chapters.ts";
 import { LESSONS_DIR } from "../scripts/engine/paths.ts";
-import { nextChapter } from "../scripts/engine/syllabus.ts";
+import { nextChapter } from "../scripts/engine/course-map.ts";
 import { KIT, runScript, spawnProcess, tempDir } from "./helpers.ts";
 import { card } from "./learner.ts";
 

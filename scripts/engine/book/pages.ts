@@ -2,7 +2,7 @@ import { HINT_LEVELS, HINT_LEVEL_NAMES, type Chapter, type FirstRed, type Lab } 
 import { BUILD_COMMAND, expectation, focusedTestCommand } from "../card.js";
 import { shortHash, type ChapterCommits } from "../history.js";
 import { COURSE_BRANCH, COURSE_PACKAGE } from "../paths.js";
-import type { CourseMap, MapEntry } from "../syllabus.js";
+import type { CourseMap, MapEntry } from "../course-map.js";
 import { codeBlock, escapeHtml, labAnchor, permalink, type TocEntry } from "./markdown.js";
 
 /** 页面模板：纯函数，数据进、HTML 字符串出。 */

@@ -6,7 +6,7 @@ import { loadChapters, type Chapter } from "../chapters.js";
 import { CourseError } from "../errors.js";
 import { ensureHistory } from "../history.js";
 import { emptyProgress, type Progress } from "../progress.js";
-import { courseMap } from "../syllabus.js";
+import { courseMap } from "../course-map.js";
 import { createMarkdown, permalink, renderLesson } from "./markdown.js";
 import { lessonSections, searchIndexScript, type SearchSection } from "./search.js";
 import { cardHtml, hintLadderHtml, indexBody, layout, notFoundBody, pageFile, sidebarHtml, tocHtml, type MapView, type PageLink } from "./pages.js";
