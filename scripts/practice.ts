@@ -4,15 +4,16 @@ import * as util from "node:util";
 import { BUILD_COMMAND, focusedTestCommand } from "./engine/card.js";
 import type { Chapter } from "./engine/chapters.js";
 import { chapterAndDir, paint, print, runCommandLine, userCwd, warn } from "./engine/cli.js";
-import { conflictReport, deviationSummary, planContinue, previousChapter, readLearnerTree, type ContinuePlan } from "./engine/continue.js";
-import { openChapter, openProgress } from "./engine/course.js";
-import { CourseError, usageError } from "./engine/errors.js";
+import type { ContinuePlan } from "./engine/continue.js";
+import { prepareContinue } from "./engine/continue-gates.js";
+import { openChapter } from "./engine/course.js";
+import { usageError } from "./engine/errors.js";
 import type { CourseHistory } from "./engine/history.js";
 import { KIT_ROOT } from "./engine/paths.js";
-import { checkDestination, createPractice, defaultPracticeDir, interruptible, openPracticeDir, readPracticeMarker } from "./engine/practice.js";
+import { createPractice, defaultPracticeDir, interruptible } from "./engine/practice.js";
 import { briefFirstRed } from "./engine/card.js";
 import { shortHash } from "./engine/history.js";
-import { progressPath, updateProgress, type Progress } from "./engine/progress.js";
+import { progressPath, updateProgress } from "./engine/progress.js";
 
 const HELP = `用法：npm run practice -- <章节> [目录]
       npm run practice -- <章节> [目录] --continue [上一章的目录]
@@ -51,6 +52,8 @@ await runCommandLine(HELP, PRACTICE_OPTIONS, async ({ values, positionals }) => 
     const dir = dirInput === undefined ? defaultPracticeDir(KIT_ROOT, chapter) : path.resolve(userCwd(), dirInput);
     const plan = values.continue
       ? await prepareContinue({
+          kitRoot: KIT_ROOT,
+          cwd: userCwd(),
           chapters,
           chapter,
           history,
@@ -93,96 +96,6 @@ function splitContinueSource(positionals: readonly string[]): { rest: string[]; 
   if (ordinal <= 0 || source?.kind !== "positional") return { rest: [...positionals], source: undefined };
   if (source.value.trim() === "") throw usageError("DIR_EMPTY", "--continue 后面的目录是空字符串；省略它即可使用进度里记下的上一章目录");
   return { rest: positionals.filter((_, index) => index !== ordinal), source: source.value };
-}
-
-/**
- * 接续前的三道关：上一章 verify 过；上一章的目录找得到；那里的代码现在仍通过上一章和更早各章的测试。
- * 都过了才算合并计划；有套不上的文件就整体拒绝。
- */
-async function prepareContinue(options: {
-  chapters: Chapter[];
-  chapter: Chapter;
-  history: CourseHistory;
-  dir: string;
-  source: string | undefined;
-  keepMine: string[];
-  useCourse: string[];
-  stop: AbortSignal;
-}): Promise<ContinuePlan> {
-  const { chapters, chapter, history, dir } = options;
-  checkDestination(KIT_ROOT, chapter, dir);
-  const previous = previousChapter(chapters, chapter);
-  const loaded = openProgress();
-  if (!loaded.progress.verified[previous.id]) {
-    throw new CourseError(
-      "CONTINUE_NOT_VERIFIED",
-      `第 ${previous.id} 章还没有 verify 通过，不能接着它的代码做第 ${chapter.id} 章：先运行 npm run verify -- ${previous.id}，或者从课程起点开始：npm run practice -- ${chapter.id}`,
-    );
-  }
-  const { source, explicit } = chooseSource(chapter, previous, loaded.progress, options.source);
-  openPracticeDir(source, previous, explicit);
-  const sourceMarker = readPracticeMarker(source);
-
-  // 只有接续才要编译和跑测试：这两个模块按需加载，普通的 practice 不必为它们多花启动时间
-  const [{ withPracticeLock }, { checkPractice }] = await Promise.all([import("./engine/practice-lock.js"), import("./engine/verify.js")]);
-  const check = await withPracticeLock(source, () =>
-    checkPractice({ dir: source, chapter: previous, chapters, scope: "all", integrity: { kitRoot: KIT_ROOT, history }, signal: options.stop }),
-  );
-  options.stop.throwIfAborted();
-  if (!check.passed) {
-    throw new CourseError(
-      "CONTINUE_EARLIER_RED",
-      `你在 ${source} 里的代码现在没通过第 ${previous.id} 章及更早章节的测试（第一处：${deviationSummary(check.deviation)}）；` +
-        `修好后再运行一次（npm run verify -- ${previous.id} 会说得更细），或者从课程起点开始：npm run practice -- ${chapter.id}`,
-    );
-  }
-
-  const learnerFiles = [...readLearnerTree(source).files.keys()];
-  const resolve = (inputs: string[], option: string) => inputs.map((input) => resolveProjectFile(input, learnerFiles, option));
-  const plan = await planContinue({
-    kitRoot: KIT_ROOT,
-    chapters,
-    chapter,
-    history,
-    source,
-    sourceOrigin: sourceMarker?.origin,
-    keepMine: resolve(options.keepMine, "--keep-mine"),
-    useCourse: resolve(options.useCourse, "--use-course"),
-  });
-  if (plan.conflicts.length > 0) {
-    for (const line of conflictReport(plan.conflicts, { kitRoot: KIT_ROOT, chapter, history, source })) process.stderr.write(`${line}\n`);
-    throw new CourseError("CONTINUE_CONFLICT", `第 ${chapter.id} 章的改动套不上你的 ${plan.conflicts.length} 个文件（逐个说明见上），什么也没有创建`);
-  }
-  return plan;
-}
-
-/** 上一章的目录：写出来的；否则进度里 practice 记下的；再否则 verify 通过时记下的。 */
-function chooseSource(chapter: Chapter, previous: Chapter, progress: Progress, given: string | undefined): { source: string; explicit: boolean } {
-  if (given !== undefined) return { source: path.resolve(userCwd(), given), explicit: true };
-  const candidates = [progress.practiceDirs[previous.id], progress.verified[previous.id]?.dir].filter((dir): dir is string => dir !== undefined);
-  for (const candidate of candidates) {
-    try {
-      if (readPracticeMarker(candidate)?.chapter === previous.id) return { source: candidate, explicit: false };
-    } catch {
-      // 标记坏了：看下一个
-    }
-  }
-  throw new CourseError(
-    "CONTINUE_NO_SOURCE",
-    `进度里没有找到你第 ${previous.id} 章的练习目录${candidates[0] ? `（记下的 ${candidates[0]} 不在了）` : ""}：把它写在 --continue 后面，例如 npm run practice -- ${chapter.id} --continue ../pi-practice-${previous.id}`,
-  );
-}
-
-/** 接受完整路径（packages/pi-course/src/types.ts）、src/types.ts 或只写 types.ts（唯一时）。 */
-function resolveProjectFile(input: string, files: readonly string[], option: string): string {
-  const wanted = input.replace(/\\/g, "/").replace(/^\.\//, "");
-  if (files.includes(wanted)) return wanted;
-  const hits = files.filter((file) => file.endsWith(`/${wanted}`));
-  if (hits.length === 1 && hits[0] !== undefined) return hits[0];
-  if (hits.length > 1) throw usageError("CONTINUE_FILE_AMBIGUOUS", `${option} ${input} 能指好几个文件（${hits.join("、")}）：写出完整路径`);
-  // 学习者目录里没有的文件（例如删掉了）：按项目根的相对路径照收
-  if (wanted.startsWith("packages/")) return wanted;
-  throw usageError("CONTINUE_FILE_UNKNOWN", `${option} ${input}：你上一章的目录里没有这个文件；写出相对项目根的路径，例如 packages/pi-course/src/types.ts`);
 }
 
 function printContinued(chapter: Chapter, dir: string, plan: ContinuePlan, history: CourseHistory): void {

@@ -6,11 +6,11 @@ import { practiceStart, shortHash } from "./engine/history.js";
 import { currentLab } from "./engine/labs.js";
 import { withPracticeLock } from "./engine/practice-lock.js";
 import { KIT_ROOT } from "./engine/paths.js";
-import { hintsShown, recordVerified, updateProgress } from "./engine/progress.js";
+import { hintsShown } from "./engine/progress.js";
 import { checkLines, deviationLines, hintLine, seconds, type Painter } from "./engine/screen.js";
 import type { TestOutcome } from "./engine/runner.js";
 import { isBehind, nextChapter } from "./engine/course-map.js";
-import { checkPractice, type PracticeCheck } from "./engine/verify.js";
+import { checkPractice, recordCheck, type PracticeCheck } from "./engine/verify.js";
 
 const HELP = `用法：npm run verify -- <章节> [目录] [--json]
 
@@ -50,20 +50,9 @@ await runCommandLine(HELP, { json: { type: "boolean" } }, async ({ values, posit
   const check = await withPracticeLock(dir, () => checkPractice({ dir, chapter, chapters, scope: "all", integrity: { kitRoot: KIT_ROOT, history } }));
   const target = history.chapters[chapter.id]?.target ?? "";
 
-  let progress = session.progress;
-  if (check.passed) {
-    const saved = updateProgress(file, (draft) => {
-      // 接续目录（practice --continue）做完的章节记作“自己的代码”，status 据此区分
-      // 按 --use-course 换成课程版本的文件也记下：那几个文件不是自己的代码，status 照实说
-      const basis = marker.origin
-        ? { basis: "own" as const, ownSince: marker.origin.ownSince, ...(marker.origin.course.length > 0 ? { courseFiles: marker.origin.course } : {}) }
-        : { basis: "course" as const };
-      recordVerified(draft, chapter.id, { target, verifiedAt: new Date().toISOString(), dir, ...basis });
-      draft.practiceDirs[chapter.id] ??= dir;
-    });
-    warn(saved.warning);
-    progress = saved.progress;
-  }
+  const saved = recordCheck(file, { chapter, check, marker, target, dir, now: new Date() });
+  warn(saved?.warning);
+  const progress = saved?.progress ?? session.progress;
   // 没通过不会抹掉之前的点亮：记录的是那一次亲眼看到的全部通过
   const earlierPass = check.passed ? undefined : progress.verified[chapter.id];
 

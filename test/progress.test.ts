@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 
+import type { Chapter } from "../scripts/engine/chapters.ts";
 import { CourseError } from "../scripts/engine/errors.ts";
 import {
   emptyProgress,
@@ -16,6 +17,7 @@ import {
   saveProgress,
   updateProgress,
 } from "../scripts/engine/progress.ts";
+import { recordCheck, type PracticeCheck } from "../scripts/engine/verify.ts";
 import { tempDir } from "./helpers.ts";
 
 const work = tempDir("progress");
@@ -158,5 +160,40 @@ describe("损坏的进度文件：读时只警告，写时才备份", () => {
       () => saveProgress(path.join(blocker, "progress.json"), emptyProgress()),
       (error: unknown) => error instanceof CourseError && error.code === "PROGRESS_UNWRITABLE" && /PI_COURSE_PROGRESS/.test(error.message),
     );
+  });
+});
+
+describe("verify 记下什么（recordCheck）", () => {
+  const chapter = { id: "05" } as Chapter;
+  const passed = { passed: true } as PracticeCheck;
+  const failed = { passed: false } as PracticeCheck;
+  const at = new Date("2026-03-01T00:00:00.000Z");
+  const target = "b".repeat(40);
+
+  test("从课程起点做完的：记作 course，记下目标、时间与目录", () => {
+    const file = freshFile();
+    recordCheck(file, { chapter, check: passed, marker: { chapter: "05", slug: "x", start: "s", kitRoot: "/k" }, target, dir: "/p5", now: at });
+    const entry = loadProgress(file).progress.verified["05"];
+    assert.deepEqual(entry, { target, verifiedAt: at.toISOString(), dir: "/p5", basis: "course" });
+    assert.equal(loadProgress(file).progress.practiceDirs["05"], "/p5");
+  });
+
+  test("接续目录做完的：记作 own，自第几章起；--use-course 换来的文件照实记下", () => {
+    const file = freshFile();
+    const origin = { from: "/p4", chapter: "04", ownSince: "03", own: [], merged: [], mine: [], course: ["packages/pi-course/src/types.ts"] };
+    recordCheck(file, { chapter, check: passed, marker: { chapter: "05", slug: "x", start: "s", kitRoot: "/k", origin }, target, dir: "/p5", now: at });
+    const entry = loadProgress(file).progress.verified["05"];
+    assert.equal(entry?.basis, "own");
+    assert.equal(entry?.ownSince, "03");
+    assert.deepEqual(entry?.courseFiles, ["packages/pi-course/src/types.ts"]);
+  });
+
+  test("没通过什么也不写：之前的点亮原样保留", () => {
+    const file = freshFile();
+    const marker = { chapter: "05", slug: "x", start: "s", kitRoot: "/k" };
+    recordCheck(file, { chapter, check: passed, marker, target, dir: "/p5", now: at });
+    const before = readFileSync(file, "utf8");
+    assert.equal(recordCheck(file, { chapter, check: failed, marker, target, dir: "/other", now: new Date() }), undefined);
+    assert.equal(readFileSync(file, "utf8"), before);
   });
 });

@@ -49,6 +49,7 @@ export async function runCommand(main: () => Promise<void>): Promise<void> {
     await main();
   } catch (error) {
     if (isCourseError(error)) {
+      for (const line of error.details) process.stderr.write(`${line}\n`);
       process.stderr.write(`${paint("red", "错误：", process.stderr)}${error.message}\n`);
       process.exitCode = error.exitCode;
       return;

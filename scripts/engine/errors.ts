@@ -5,6 +5,8 @@ export class CourseError extends Error {
     message: string,
     /** 2 = 用法错误（参数不对）；1 = 执行失败。 */
     readonly exitCode: 1 | 2 = 1,
+    /** 那一句说明之前要先交代的几行（例如逐个文件说明为什么套不上）。 */
+    readonly details: readonly string[] = [],
   ) {
     super(message);
     this.name = "CourseError";

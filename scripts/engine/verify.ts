@@ -3,6 +3,8 @@ import path from "node:path";
 
 import type { Chapter } from "./chapters.js";
 import { practiceStart, readCommittedFile, type CourseHistory } from "./history.js";
+import type { PracticeMarker } from "./practice.js";
+import { recordVerified, updateProgress, type LoadedProgress } from "./progress.js";
 import { firstDeviation, type Deviation, type TestFileChange } from "./deviation.js";
 import { labResults, patternsToIsolate, settledFailure, type EarlierResult, type LabResult } from "./labs.js";
 import { buildProject, compiledTestPath, failureLocation, isFileFailure, runTests, type BuildResult, type RunOptions, type TestOutcome, type TestReport } from "./runner.js";
@@ -193,4 +195,25 @@ async function buildConfigChange(
 
 function normalise(text: string): string {
   return text.replace(/\r\n/g, "\n");
+}
+
+/**
+ * verify 记下什么：只有这一次亲眼看到全部通过才点亮，记下目标、时间、目录，以及代码是谁的——
+ * 接续目录（practice --continue）是学习者自己的代码，按 --use-course 换成课程版本的文件照实记下。
+ * 没通过时什么也不写（返回 undefined）：之前的点亮原样保留，一次失败不抹掉一次亲眼看到的通过。
+ */
+export function recordCheck(
+  file: string,
+  run: { chapter: Chapter; check: PracticeCheck; marker: PracticeMarker; target: string; dir: string; now: Date },
+): LoadedProgress | undefined {
+  const { chapter, check, marker, target, dir, now } = run;
+  if (!check.passed) return undefined;
+  return updateProgress(file, (draft) => {
+    const origin = marker.origin;
+    const basis = origin
+      ? { basis: "own" as const, ownSince: origin.ownSince, courseFiles: origin.course.length > 0 ? origin.course : undefined }
+      : { basis: "course" as const };
+    recordVerified(draft, chapter.id, { target, verifiedAt: now.toISOString(), dir, ...basis });
+    draft.practiceDirs[chapter.id] ??= dir;
+  });
 }
