@@ -24,7 +24,8 @@ const HELP = `用法：npm run practice -- <章节> [目录]
 
 --continue：不从课程的起点，而是接着你自己上一章的代码做这一章。
   上一章的目录默认是进度里记下的那个（practice 或 verify 记下的），也可以紧跟在 --continue 后面写出来。
-  上一章必须已经 verify 通过；接续之前会在那个目录里重新跑一遍上一章和更早各章的测试，
+  上一章必须已经 verify 通过；接续之前会在那个目录里重新跑一遍上一章和更早各章的测试
+  （自 verify 通过以来那里一个文件都没变时不必重跑），
   没通过就不接续（说出第一处失败）。新目录里是：你自己写的教学文件、本章的聚焦测试、
   本章从目标切出的新文件，以及本章对其他文件（package.json、测试辅助）的改动。
   本章也要改你写过的文件时，改动以三方合并织进你的版本；合并不干净就什么也不建，逐个文件说明，
@@ -98,11 +99,12 @@ function splitContinueSource(positionals: readonly string[]): { rest: string[]; 
   return { rest: positionals.filter((_, index) => index !== ordinal), source: source.value };
 }
 
-function printContinued(chapter: Chapter, dir: string, plan: ContinuePlan, history: CourseHistory): void {
+function printContinued(chapter: Chapter, dir: string, plan: ContinuePlan & { rechecked: boolean }, history: CourseHistory): void {
   const { origin } = plan;
   const names = (files: readonly string[]) => files.map((file) => path.posix.basename(file)).join("、");
   print(paint("green", `已接着你第 ${origin.chapter} 章的代码创建第 ${chapter.id} 章练习目录：${dir}`));
   print(`来自 ${origin.from}（你自己的代码，自第 ${origin.ownSince} 章起）。`);
+  if (!plan.rechecked) print(paint("dim", `  那个目录自第 ${origin.chapter} 章 verify 通过以来一个文件都没变，没有再跑一遍测试。`));
   if (origin.own.length > 0) print(`  原样带来你的：${names(origin.own)}`);
   if (origin.merged.length > 0) print(`  本章的改动织进了你的：${names(origin.merged)}（三方合并，干净）`);
   if (origin.mine.length > 0) print(`  保留你的版本、本章的改动要你自己写：${names(origin.mine)}`);

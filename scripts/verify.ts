@@ -1,5 +1,6 @@
 
 import { chapterAndDir, paint, print, runCommandLine, warn } from "./engine/cli.js";
+import { treeFingerprint } from "./engine/continue.js";
 import { openChapter, openPracticeSession } from "./engine/course.js";
 import { CourseError } from "./engine/errors.js";
 import { practiceStart, shortHash } from "./engine/history.js";
@@ -47,10 +48,12 @@ await runCommandLine(HELP, { json: { type: "boolean" } }, async ({ values, posit
   const session = openPracticeSession(chapter, dirInput);
   const { dir, marker, file } = session;
 
+  // 指纹在检查之前取：记下的是这次检查真正看到的代码（检查途中的保存不算）
+  const fingerprint = treeFingerprint(dir);
   const check = await withPracticeLock(dir, () => checkPractice({ dir, chapter, chapters, scope: "all", integrity: { kitRoot: KIT_ROOT, history } }));
   const target = history.chapters[chapter.id]?.target ?? "";
 
-  const saved = recordCheck(file, { chapter, check, marker, target, dir, now: new Date() });
+  const saved = recordCheck(file, { chapter, check, marker, target, dir, now: new Date(), fingerprint });
   warn(saved?.warning);
   const progress = saved?.progress ?? session.progress;
   // 没通过不会抹掉之前的点亮：记录的是那一次亲眼看到的全部通过

@@ -72,7 +72,7 @@ describe("practice --continue：接着自己的代码做下一章", () => {
     assert.equal((readProgress(progress).verified["03"] as { basis?: string }).basis, "course");
   });
 
-  test("上一章的代码现在没通过更早的测试：跑一遍，一行说出第一处失败，给出普通 practice，什么也不建", { timeout: 120_000 }, async () => {
+  test("上一章的代码在 verify 之后改过、现在没通过更早的测试：重跑一遍，一行说出第一处失败，给出普通 practice，什么也不建", { timeout: 120_000 }, async () => {
     const file = path.join(ch03, SRC, "types.ts");
     const good = readFileSync(file, "utf8");
     writeFileSync(file, good.replace('.join("\\n");\n}', '.join("");\n}'));
@@ -104,6 +104,8 @@ describe("practice --continue：接着自己的代码做下一章", () => {
     assert.equal(code, 0, stdout + stderr);
     assert.match(stdout, /已接着你第 03 章的代码创建第 04 章练习目录/);
     assert.match(stdout, /原样带来你的：.*types\.ts/);
+    // 上一项测试改坏又改回了 types.ts：内容与 verify 时相同，那次的全部通过仍然算数
+    assert.match(stdout, /那个目录自第 03 章 verify 通过以来一个文件都没变，没有再跑一遍测试/);
     for (const name of ["types.ts", "event-stream.ts"]) {
       assert.equal(readFileSync(path.join(ch04, SRC, name), "utf8"), own("own-03", name), `${name} 应当是学习者自己的版本`);
       assert.equal(readFileSync(path.join(ch04, ".pi-course/start", SRC, name), "utf8"), own("own-03", name), "起点快照");

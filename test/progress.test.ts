@@ -197,3 +197,16 @@ describe("verify 记下什么（recordCheck）", () => {
     assert.equal(readFileSync(file, "utf8"), before);
   });
 });
+
+test("verify 记下的指纹读回来还在（接续靠它判断目录变没变）；类型不对的可选字段只丢那一项", () => {
+  const file = freshFile();
+  const marker = { chapter: "05", slug: "x", start: "s", kitRoot: "/k" };
+  recordCheck(file, { chapter: { id: "05" } as Chapter, check: { passed: true } as PracticeCheck, marker, target: "c".repeat(40), dir: "/p", now: new Date(), fingerprint: "f00d" });
+  assert.equal(loadProgress(file).progress.verified["05"]?.fingerprint, "f00d");
+  const raw = JSON.parse(readFileSync(file, "utf8")) as { verified: Record<string, Record<string, unknown>> };
+  raw.verified["05"]!.fingerprint = 42;
+  writeFileSync(file, JSON.stringify(raw));
+  const entry = loadProgress(file).progress.verified["05"];
+  assert.equal(entry?.fingerprint, undefined);
+  assert.equal(entry?.dir, "/p");
+});

@@ -1,7 +1,7 @@
 import path from "node:path";
 
 import type { Chapter } from "./chapters.js";
-import { conflictReport, deviationSummary, planContinue, previousChapter, readLearnerTree, type ContinuePlan } from "./continue.js";
+import { conflictReport, deviationSummary, planContinue, previousChapter, readLearnerTree, treeFingerprint, type ContinuePlan } from "./continue.js";
 import { openProgress } from "./course.js";
 import { CourseError, usageError } from "./errors.js";
 import type { CourseHistory } from "./history.js";
@@ -24,7 +24,7 @@ export async function prepareContinue(options: {
   keepMine: string[];
   useCourse: string[];
   stop: AbortSignal;
-}): Promise<ContinuePlan> {
+}): Promise<ContinuePlan & { rechecked: boolean }> {
   const { kitRoot, chapters, chapter, history, dir } = options;
   checkDestination(kitRoot, chapter, dir);
   const previous = previousChapter(chapters, chapter);
@@ -39,19 +39,14 @@ export async function prepareContinue(options: {
   openPracticeDir(source, previous, explicit);
   const sourceMarker = readPracticeMarker(source);
 
-  // 只有接续才要编译和跑测试：这两个模块按需加载，普通的 practice 不必为它们多花启动时间
-  const [{ withPracticeLock }, { checkPractice }] = await Promise.all([import("./practice-lock.js"), import("./verify.js")]);
-  const check = await withPracticeLock(source, () =>
-    checkPractice({ dir: source, chapter: previous, chapters, scope: "all", integrity: { kitRoot, history }, signal: options.stop }),
-  );
-  options.stop.throwIfAborted();
-  if (!check.passed) {
-    throw new CourseError(
-      "CONTINUE_EARLIER_RED",
-      `你在 ${source} 里的代码现在没通过第 ${previous.id} 章及更早章节的测试（第一处：${deviationSummary(check.deviation)}）；` +
-        `修好后再运行一次（npm run verify -- ${previous.id} 会说得更细），或者从课程起点开始：npm run practice -- ${chapter.id}`,
-    );
-  }
+  // 第三道关：那里的代码现在仍然通过。自 verify 通过以来一个文件都没变（课程也没更新），那次的全部通过就是答案
+  const verified = loaded.progress.verified[previous.id];
+  const unchanged =
+    verified?.fingerprint !== undefined &&
+    path.resolve(verified.dir) === path.resolve(source) &&
+    verified.target === history.chapters[previous.id]?.target &&
+    verified.fingerprint === treeFingerprint(source);
+  if (!unchanged) await recheckPrevious({ kitRoot, chapters, chapter, previous, history, source, stop: options.stop });
 
   const learnerFiles = [...readLearnerTree(source).files.keys()];
   const resolve = (inputs: string[], option: string) => inputs.map((input) => resolveProjectFile(input, learnerFiles, option));
@@ -73,7 +68,7 @@ export async function prepareContinue(options: {
       conflictReport(plan.conflicts, { kitRoot, chapter, history, source }),
     );
   }
-  return plan;
+  return { ...plan, rechecked: !unchanged };
 }
 
 /** 上一章的目录：写出来的；否则进度里 practice 记下的；再否则 verify 通过时记下的。 */
@@ -109,4 +104,30 @@ function resolveProjectFile(input: string, files: readonly string[], option: str
   // 学习者目录里没有的文件（例如删掉了）：按项目根的相对路径照收
   if (wanted.startsWith("packages/")) return wanted;
   throw usageError("CONTINUE_FILE_UNKNOWN", `${option} ${input}：你上一章的目录里没有这个文件；写出相对项目根的路径，例如 packages/pi-course/src/types.ts`);
+}
+
+/** 在上一章的目录里重新跑一遍上一章和更早各章的测试（与 verify 相同）；没通过就不接续。 */
+async function recheckPrevious(options: {
+  kitRoot: string;
+  chapters: Chapter[];
+  chapter: Chapter;
+  previous: Chapter;
+  history: CourseHistory;
+  source: string;
+  stop: AbortSignal;
+}): Promise<void> {
+  const { kitRoot, chapters, chapter, previous, history, source } = options;
+  // 只有接续才要编译和跑测试：这两个模块按需加载，普通的 practice 不必为它们多花启动时间
+  const [{ withPracticeLock }, { checkPractice }] = await Promise.all([import("./practice-lock.js"), import("./verify.js")]);
+  const check = await withPracticeLock(source, () =>
+    checkPractice({ dir: source, chapter: previous, chapters, scope: "all", integrity: { kitRoot, history }, signal: options.stop }),
+  );
+  options.stop.throwIfAborted();
+  if (!check.passed) {
+    throw new CourseError(
+      "CONTINUE_EARLIER_RED",
+      `你在 ${source} 里的代码现在没通过第 ${previous.id} 章及更早章节的测试（第一处：${deviationSummary(check.deviation)}）；` +
+        `修好后再运行一次（npm run verify -- ${previous.id} 会说得更细），或者从课程起点开始：npm run practice -- ${chapter.id}`,
+    );
+  }
 }

@@ -90,6 +90,18 @@ export function readLearnerTree(dir: string): { files: Map<string, Buffer>; link
   return { files, links };
 }
 
+/**
+ * 学习者目录此刻的指纹：接续会复制的每个文件与符号链接（路径和内容）。verify 通过时记下它；
+ * 接续时指纹没变，就是 verify 亲眼看到全部通过的那份代码，不必再跑一遍上一章和更早各章的测试。
+ */
+export function treeFingerprint(dir: string): string {
+  const { files, links } = readLearnerTree(dir);
+  const hash = createHash("sha256");
+  for (const file of [...files.keys()].sort()) hash.update(`f\0${file}\0${blobHash(files.get(file) as Buffer)}\0`);
+  for (const link of [...links.keys()].sort()) hash.update(`l\0${link}\0${links.get(link)}\0`);
+  return hash.digest("hex");
+}
+
 /** git 的 blob 哈希；学习者的文件先把 CRLF 换成 LF 再算（Windows 上的编辑器不该算作改动）。 */
 function blobHash(content: Buffer | string): string {
   const body = Buffer.isBuffer(content) ? content : Buffer.from(content);

@@ -31,6 +31,8 @@ export interface VerifiedChapter {
   ownSince?: string;
   /** basis 为 own 时：接续时按 --use-course 换成课程版本的文件（这些文件不是学习者自己的代码）。 */
   courseFiles?: string[];
+  /** 通过时目录里代码的指纹（见 continue.ts 的 treeFingerprint）：接续时没变就不必重跑上一章的测试。 */
+  fingerprint?: string;
 }
 
 export interface Progress {
@@ -291,10 +293,13 @@ function parseProgress(raw: unknown): Progress | string {
     if (!isRecord(entry) || typeof entry.target !== "string" || typeof entry.verifiedAt !== "string" || typeof entry.dir !== "string") {
       return `里第 ${id} 章的记录不完整`;
     }
-    const basis: Pick<VerifiedChapter, "basis"> = entry.basis === "own" || entry.basis === "course" ? { basis: entry.basis } : {};
-    const ownSince = typeof entry.ownSince === "string" ? { ownSince: entry.ownSince } : {};
-    const courseFiles = Array.isArray(entry.courseFiles) && entry.courseFiles.every((file) => typeof file === "string") ? { courseFiles: entry.courseFiles as string[] } : {};
-    progress.verified[id] = { target: entry.target, verifiedAt: entry.verifiedAt, dir: entry.dir, ...basis, ...ownSince, ...courseFiles };
+    // 可选的字段只收类型对的：别的版本写下的、手改坏的一项不算数，但不让整份进度作废
+    const record: VerifiedChapter = { target: entry.target, verifiedAt: entry.verifiedAt, dir: entry.dir };
+    if (entry.basis === "own" || entry.basis === "course") record.basis = entry.basis;
+    if (typeof entry.ownSince === "string") record.ownSince = entry.ownSince;
+    if (Array.isArray(entry.courseFiles) && entry.courseFiles.every((file) => typeof file === "string")) record.courseFiles = entry.courseFiles as string[];
+    if (typeof entry.fingerprint === "string") record.fingerprint = entry.fingerprint;
+    progress.verified[id] = record;
   }
   for (const [id, labs] of Object.entries(hints)) {
     if (!isRecord(labs)) return `里第 ${id} 章的提示记录不对`;

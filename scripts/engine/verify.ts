@@ -204,16 +204,16 @@ function normalise(text: string): string {
  */
 export function recordCheck(
   file: string,
-  run: { chapter: Chapter; check: PracticeCheck; marker: PracticeMarker; target: string; dir: string; now: Date },
+  run: { chapter: Chapter; check: PracticeCheck; marker: PracticeMarker; target: string; dir: string; now: Date; fingerprint?: string },
 ): LoadedProgress | undefined {
-  const { chapter, check, marker, target, dir, now } = run;
+  const { chapter, check, marker, target, dir, now, fingerprint } = run;
   if (!check.passed) return undefined;
   return updateProgress(file, (draft) => {
     const origin = marker.origin;
     const basis = origin
       ? { basis: "own" as const, ownSince: origin.ownSince, courseFiles: origin.course.length > 0 ? origin.course : undefined }
       : { basis: "course" as const };
-    recordVerified(draft, chapter.id, { target, verifiedAt: now.toISOString(), dir, ...basis });
+    recordVerified(draft, chapter.id, { target, verifiedAt: now.toISOString(), dir, ...basis, fingerprint });
     draft.practiceDirs[chapter.id] ??= dir;
   });
 }
