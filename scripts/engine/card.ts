@@ -102,7 +102,7 @@ export function renderCard(chapter: Chapter, history: CourseHistory, paint: Pain
     if (stop) lines.push(paint("dim", `    ── 停靠点：${md(stop.note)}`));
   }
   lines.push(
-    `${heading("故障实验：")}${md(chapter.fault.title)}（应让「${chapter.fault.test}」失败）`,
+    `${heading("故障实验：")}${md(chapter.fault.title)}（${faultOutcome(chapter.fault)}）`,
     "",
     heading("查看本章的改动："),
     `  ${command(`git diff ${shortHash(parent)} ${shortHash(target)} -- ${COURSE_PACKAGE}`)}`,
@@ -189,4 +189,10 @@ export function renderPracticeGuide(chapter: Chapter, history: CourseHistory): s
     "",
   );
   return out.join("\n");
+}
+
+/** 故障实验会弄红哪些测试：点名主要的一项，同一处破坏还弄红的几项只报个数（全名在课文的故障实验一节）。 */
+function faultOutcome(fault: Chapter["fault"]): string {
+  const also = fault.alsoFails.length;
+  return also === 0 ? `应让「${fault.test}」失败` : `应让「${fault.test}」失败，同一处破坏还让另外 ${also} 项失败，课文逐项列出`;
 }
