@@ -189,8 +189,20 @@ test("9.1 agent_start 开始一次干净的运行：上一次没收尾留下的 
 
 test("9.2 prompt 跑完一次循环：transcript 依次追加用户消息、assistant、工具结果，状态回到 idle", { timeout: 2_000 }, async () => {
   const agent = new Agent({ model: new ScriptedModel(readThenAnswer, clock), tools: [readTool()], ...clock });
+  const types: string[] = [];
+  agent.subscribe((event) => {
+    // 声明工具的 system message 由 9.5 负责，这里只看对话。
+    if (event.type === "message_start" || event.type === "message_end") {
+      if (event.message.role !== "system") types.push(`${event.type}:${event.message.role}`);
+    } else types.push(event.type);
+  });
   await agent.prompt("项目叫什么？");
   assert.deepEqual(dialogue(agent.state.messages), ["user", "assistant", "toolResult", "assistant"]);
+  assert.deepEqual(
+    types.slice(0, 4),
+    ["agent_start", "message_start:user", "message_end:user", "turn_start"],
+    "这次输入的消息应当在 agent_start 之后走 message_start、message_end 进入状态",
+  );
   assert.equal(agent.state.status, "idle");
   assert.equal(agent.state.stopReason, "stop");
   assert.equal(agent.state.error, undefined);
@@ -364,14 +376,18 @@ test("9.2 监听器拿到的是冻住的快照：改事件里的消息与结果�
   agent.subscribe((event) => {
     if (event.type === "tool_execution_end") event.result.content.push(text("工具结束时塞进来的"));
     if (event.type === "message_start" && event.message.role === "toolResult") event.message.content.push(text("结果开始时塞进来的"));
+    if (event.type === "message_start" && event.message.role === "user") event.message.content.push(text("问题开始时塞进来的"));
   });
   await agent.prompt("项目叫什么？");
   const sent = model.requests[1]?.messages ?? [];
   assert.deepEqual(dialogue(sent), ["user", "assistant", "toolResult"], "监听器往下一次请求里塞了消息");
+  const question = sent.find((message) => message.role === "user");
+  assert.deepEqual(question?.role === "user" && question.content, [text("项目叫什么？")], "监听器改动了这次输入的用户消息");
   const [answer, result] = sent.slice(-2);
   assert.deepEqual(answer?.role === "assistant" && answer.content, [text("我先读 README。"), readReadme]);
   assert.deepEqual(result?.role === "toolResult" && result.content, [text("# tiny-pi")]);
   assert.deepEqual(reported, [
+    "message_start:TypeError",
     "message_end:TypeError",
     "tool_execution_end:TypeError",
     "message_start:TypeError",
@@ -408,6 +424,85 @@ test(`9.2 监听器交回的 Promise 先等它再送下一个事件，最多等 
   assert.equal(reported[0], "turn_end:异步监听器坏了");
   assert.match(reported[1] ?? "没有报告", new RegExp(`^agent_end:监听器交回的 Promise 超过 ${LISTENER_TIME_LIMIT_MS} ms 还没兑现`));
   assert.ok(Date.now() - started >= LISTENER_TIME_LIMIT_MS - 50, "prompt 应当等到时限才放弃永不兑现的监听器");
+  assert.equal(agent.state.status, "idle");
+});
+
+test("9.2 快照里的一切都冻住：续接时交进来的消息、appendMessage 追加的消息、pendingToolCalls 都改不动", { timeout: 2_000 }, async () => {
+  const reported: string[] = [];
+  const model = new ScriptedModel(readThenAnswer, clock);
+  const agent = new Agent({
+    model,
+    tools: [readTool()],
+    messages: [userMessage("上一段对话的问题", 1)],
+    ...clock,
+    onListenerError: (error, event) => reported.push(`${event.type}:${(error as Error).name}`),
+  });
+  const earlier = agent.state.messages[0] as { content: unknown[] };
+  assert.throws(() => earlier.content.push(text("改写历史")), TypeError, "续接时交进来的消息没有冻住");
+  agent.appendMessage(userMessage("补上的一条", 2));
+  const appended = agent.state.messages.at(-1) as { content: unknown[] };
+  assert.throws(() => appended.content.push(text("改写历史")), TypeError, "appendMessage 追加的消息没有冻住");
+  agent.subscribe((event, state) => {
+    if (event.type === "tool_execution_start") (state.pendingToolCalls as string[]).push("监听器编出来的调用");
+  });
+  await agent.prompt("项目叫什么？");
+  assert.deepEqual(reported, ["tool_execution_start:TypeError"], "监听器改得动 state.pendingToolCalls");
+  const asked = (model.requests[0]?.messages ?? []).flatMap((message) => (message.role === "user" ? [message.content[0]?.text] : []));
+  assert.deepEqual(asked, ["上一段对话的问题", "补上的一条", "项目叫什么？"]);
+});
+
+test("9.2 冻一次就够：已经冻住的消息，后面的快照不再走一遍", () => {
+  let reads = 0;
+  // 一条带 getter 的消息：冻住它时要走一遍它的字段，走一遍 getter 就被调用一次。
+  const earlier: AgentMessage = Object.defineProperty(userMessage("上一段对话的问题", 1), "note", {
+    enumerable: true,
+    get: () => {
+      reads += 1;
+      return "只该被读一次";
+    },
+  });
+  const agent = new Agent({ model: new ScriptedModel([], clock), messages: [earlier], ...clock });
+  assert.equal(reads, 1, "构造时的快照要冻住这条消息");
+  for (const words of ["一", "二", "三"]) agent.appendMessage(userMessage(words, 2));
+  assert.equal(agent.state.messages.length, 4);
+  assert.equal(reads, 1, "已经冻住的消息又被后面的快照走了一遍");
+});
+
+test("9.2 还在长的和冻不了的都不冻：工具一边汇报一边往同一个进度对象里写，结果里的字节数组原样交回，运行照常结束", { timeout: 2_000 }, async () => {
+  const progress = { content: [text("读了 1 行")] };
+  const reader = defineTool({
+    name: "read",
+    description: "读文件，边读边汇报进度，顺带交回原始字节。",
+    parameters: s.object({ path: s.string() }),
+    async execute(_args, context) {
+      context.onUpdate(progress);
+      // 进度归工具所有：交出去以后，工具还在往同一个对象里写。
+      progress.content.push(text("读了 2 行"));
+      context.onUpdate(progress);
+      return { content: [text("# tiny-pi")], details: { bytes: new Uint8Array([35, 32, 116]) } };
+    },
+  });
+  const agent = new Agent({ model: new ScriptedModel(readThenAnswer, clock), tools: [reader], ...clock });
+  let updates = 0;
+  agent.subscribe((event) => {
+    if (event.type === "tool_execution_update") updates += 1;
+  });
+  await agent.prompt("项目叫什么？");
+  assert.equal(agent.state.error, undefined, "冻住了不该冻的东西，运行出错了");
+  assert.equal(agent.state.stopReason, "stop");
+  assert.equal(updates, 2);
+  assert.equal(progress.content.length, 2);
+  const result = agent.state.messages.find((message): message is ToolResultMessage => message.role === "toolResult");
+  assert.equal(result?.isError, false, "工具往自己的进度对象里写时失败了");
+  assert.deepEqual(result?.details, { bytes: new Uint8Array([35, 32, 116]) });
+});
+
+test("9.2 maxSteps 原样交给循环：为 1 时模型只被问一次，运行以 max_steps 结束", { timeout: 2_000 }, async () => {
+  const model = new ScriptedModel(readThenAnswer, clock);
+  const agent = new Agent({ model, tools: [readTool()], maxSteps: 1, ...clock });
+  await agent.prompt("项目叫什么？");
+  assert.equal(model.requests.length, 1, "maxSteps 没有交给循环");
+  assert.equal(agent.state.stopReason, "max_steps");
   assert.equal(agent.state.status, "idle");
 });
 
@@ -644,6 +739,52 @@ test("9.5 第 05 章的适配器发送从 transcript 重放出的工具集", () 
   const request = toChatRequest({ messages, tools: [read] }, "gpt-test");
   assert.deepEqual(request.tools?.map((tool) => tool.function.name), ["ls"], "适配器应当发送从 transcript 重放出的工具集");
   assert.deepEqual(request.messages.map((message) => message.role), ["system", "user"]);
+
+  // 只写了指令、从没声明过工具的 transcript（例如第 05 章自己的测试）：照旧发 context.tools。
+  const plain: Message[] = [{ role: "system", content: "你是 tiny-pi。", timestamp: 1 }, userMessage("你好", 2)];
+  const fallback = toChatRequest({ messages: plain, tools: [read] }, "gpt-test");
+  assert.deepEqual(fallback.tools?.map((tool) => tool.function.name), ["read"], "transcript 没声明过工具时应当照旧发送 context.tools");
+  // 只用 toolsAdded 声明过，也算声明过。
+  const addedOnly: Message[] = [{ role: "system", content: "你是 tiny-pi。", toolsAdded: [ls], timestamp: 1 }, userMessage("你好", 2)];
+  const declared = toChatRequest({ messages: addedOnly, tools: [read] }, "gpt-test");
+  assert.deepEqual(declared.tools?.map((tool) => tool.function.name), ["ls"], "只有 toolsAdded 的 transcript 也声明了工具");
+});
+
+test("9.5 补丁自己声明的工具也要和 Agent 的对齐：变化并进最后一条补丁，前面的补丁原样留下；只撤下工具时不写空的 toolsAdded", { timeout: 2_000 }, async () => {
+  const find = { name: "find", description: "按名字找文件。", parameters: { type: "object" } };
+  const grep = { name: "grep", description: "在文件里搜索。", parameters: { type: "object" } };
+  const model = new ScriptedModel([say("一"), say("二")], clock);
+  const agent = new Agent({ model, systemPrompt: "你是 tiny-pi。", tools: [readTool()], ...clock });
+  agent.setTools([readTool(), lsTool()]);
+  const first: SystemMessage = { role: "system", content: "回答用中文。", toolsAdded: [find], timestamp: 1_100 };
+  const last: SystemMessage = { role: "system", content: "", sections: { skills: "<skills>grep</skills>" }, toolsAdded: [grep], timestamp: 1_100 };
+  await agent.prompt([first, last, userMessage("看看目录", 1_100)]);
+  const systems = systemsOf(agent.state.messages);
+  assert.equal(systems.length, 3, "两条补丁都该留下，工具变化不另起一条");
+  assert.deepEqual(systems[1], first, "前面那条补丁应当原样留下");
+  assert.deepEqual(systems[2]?.sections, { skills: "<skills>grep</skills>" });
+  assert.deepEqual(systems[2]?.toolsAdded?.map((tool) => tool.name), ["ls"], "补丁自己加入、又被撤下的 grep 应当从它的 toolsAdded 里拿掉");
+  assert.deepEqual(systems[2]?.toolsRemoved, [{ name: "find" }, { name: "grep" }]);
+  assert.deepEqual(currentTools(agent.state.messages).map((tool) => tool.name), ["read", "ls"]);
+
+  agent.setTools([readTool()]);
+  await agent.prompt("再问一次");
+  assert.deepEqual(
+    systemsOf(agent.state.messages)[3],
+    { role: "system", content: "", toolsRemoved: [{ name: "ls" }], timestamp: 1_000 },
+    "只撤下工具时，这条 system message 不写空的 toolsAdded",
+  );
+});
+
+test("9.5 currentTools 按最后一次声明排序：重新声明的工具排到末尾，用新的定义", () => {
+  const read = { name: "read", description: "读文件。", parameters: { type: "object" } };
+  const ls = { name: "ls", description: "列目录。", parameters: { type: "object" } };
+  const longerRead = { ...read, description: "读文件，最多 200 行。" };
+  const messages: AgentMessage[] = [
+    { role: "system", content: "你是 tiny-pi。", toolsAdded: [read, ls], timestamp: 1 },
+    { role: "system", content: "", toolsAdded: [longerRead], timestamp: 2 },
+  ];
+  assert.deepEqual(currentTools(messages), [ls, longerRead], "重新声明的 read 应当排到末尾，用新的定义");
 });
 
 // 类型层面的小检查：AgentState 的字段都是只读的。

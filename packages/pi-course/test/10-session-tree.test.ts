@@ -211,6 +211,11 @@ test("10.1 encodeEntry 只写 JSON 原样存得下的值：BigInt、函数、循
     [[1, undefined], "data[1]"],
   ];
   for (const [data, where] of cases) throwsWithCode(() => encodeEntry(custom(data)), "unstorable", [where, "存不进会话文件"]);
+  throwsWithCode(() => encodeEntry(custom({ run: () => 1 })), "unstorable", ["data.run 是一个函数"]);
+  throwsWithCode(() => encodeEntry(custom({ tag: Symbol("x") })), "unstorable", ["data.tag 是一个 Symbol"]);
+  // 同一个对象出现两次不是循环引用：它不是自己的祖先，JSON 把它写两遍就行。
+  const shared = { path: "README.md" };
+  assert.equal(encodeEntry(custom({ first: shared, again: [shared] })), JSON.stringify(custom({ first: shared, again: [shared] })));
   assert.equal(encodeEntry(custom({ note: undefined, kept: 1 })), JSON.stringify(custom({ kept: 1 })), "值为 undefined 的字段就是省略，读回来一样");
 });
 
@@ -448,11 +453,30 @@ test("10.3 书签：贴上、改写、撤掉；书签本身也是挂在 leaf 下
   assert.equal(tree.getLabel("e1"), "改过的起点");
   tree.appendLabelChange("e1", undefined);
   assert.equal(tree.getLabel("e1"), undefined);
+  tree.appendLabelChange("e1", "临时的名字");
+  tree.appendLabelChange("e1", "");
+  assert.equal(tree.getLabel("e1"), undefined, "空串的 label 也是撤掉书签");
   tree.appendLabelChange("e1", "最后的名字");
   await tree.flush();
   const reopened = await SessionTree.open(store);
   assert.equal(reopened.getLabel("e1"), "最后的名字", "书签从文件里重放出来");
-  assert.equal(reopened.getLeafId(), "e5");
+  assert.equal(reopened.getLeafId(), "e7");
+});
+
+test("10.3 新条目的 id 撞上已有的就再要一个：最多要 100 次，都撞上才换成 randomUUID", { timeout: 5_000 }, async () => {
+  let asked = 0;
+  const tree = await SessionTree.open(new InMemorySessionStore(), {
+    now,
+    newId: () => {
+      asked += 1;
+      return "same";
+    },
+  });
+  assert.equal(tree.appendMessage(userMessage("第一问", 1)).id, "same");
+  assert.equal(asked, 1);
+  const second = tree.appendMessage(userMessage("第二问", 2)).id;
+  assert.equal(asked, 101, "撞上之后应当再要，一共要 100 次");
+  assert.match(second, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, "100 次都撞上，就换成 randomUUID()");
 });
 
 /** 第一次写入故意慢：不排队的话，第二条会先落盘。 */
@@ -622,18 +646,42 @@ test("10.4 sendMessage：content 以 user 身份到达模型，display 与 detai
 
 test("10.4 在会话上分叉：从较早的回答接着问，请求里只有根到分叉点的历史，旧分支留在文件里", { timeout: 5_000 }, async () => {
   const store = new InMemorySessionStore();
-  const model = new ScriptedModel([say("叫 tiny-pi。"), say("三个。"), say("用 TypeScript。")], { now });
+  const model = new ScriptedModel([say("叫 tiny-pi。"), say("三个。"), say("四个。"), say("用 TypeScript。")], { now });
   const session = new AgentSession({ tree: await SessionTree.open(store, { now }), model, systemPrompt: "你是 tiny-pi。", now });
   await session.prompt("项目叫什么？");
   const answer = session.tree.getLeafId()!;
   await session.prompt("它有几个文件？");
+  let refused = "";
+  const unsubscribe = session.subscribe((event) => {
+    if (event.type !== "turn_start") return;
+    try {
+      session.branch(answer);
+      refused = "运行中的 branch 没有被拒绝";
+    } catch (error) {
+      refused = (error as Error).message;
+    }
+  });
+  await session.prompt("它有几个文件？");
+  unsubscribe();
+  assert.match(refused, /运行中不能切换分支/);
   session.branch(answer);
   await session.prompt("它用什么语言？");
 
-  const sent = model.requests[2]?.messages ?? [];
+  const sent = model.requests[3]?.messages ?? [];
   assert.deepEqual(roles(sent), ["system", "user", "assistant", "user"]);
   assert.ok(!JSON.stringify(sent).includes("它有几个文件？"), "被放下的分支不该出现在请求里");
-  assert.equal((await store.load()).entries.length, 7, "旧分支的问答还在记录里");
+  assert.equal((await store.load()).entries.length, 9, "旧分支的问答还在记录里");
+});
+
+test("10.4 文件里哪怕只有一条 system 也是续接：system prompt 以文件为准，不再写第二条", { timeout: 5_000 }, async () => {
+  const store = new InMemorySessionStore();
+  const first = new AgentSession({ tree: await SessionTree.open(store, { now }), model: new ScriptedModel([], { now }), systemPrompt: "你是 tiny-pi。", now });
+  await first.flush();
+  assert.equal((await store.load()).entries.length, 1);
+  const resumed = new AgentSession({ tree: await SessionTree.open(store, { now }), model: new ScriptedModel([], { now }), systemPrompt: "另一个 prompt", now });
+  assert.equal(resumed.agent.systemPrompt, "你是 tiny-pi。", "只有一条 system 的文件也是一份要续上的记录");
+  await resumed.flush();
+  assert.equal((await store.load()).entries.length, 1, "续接时不该再写一条 system");
 });
 
 /** 一块会写满的磁盘：前 ok 次写入成功，之后每一次都以 ENOSPC 失败。 */

@@ -198,6 +198,12 @@ test("11.2 压缩条目把 firstKeptEntryId 之前的一切换成 system 重放�
   assert.doesNotMatch(JSON.stringify(built), /第一问|第一答/);
   const broken = path.map((entry) => (entry.type === "compaction" ? { ...entry, firstKeptEntryId: "e99" } : entry));
   assert.throws(() => contextItems(broken), /e7.*e99/);
+  // 路径上的第一个条目也在“它之前的路径上”：从根保留，就没有被替换的部分，也就没有重放。
+  const fromRoot = path.map((entry) => (entry.type === "compaction" ? { ...entry, firstKeptEntryId: "e1" } : entry));
+  assert.deepEqual(
+    contextItems(fromRoot).map((item) => item.entryId),
+    ["e7", "e1", "e2", "e3", "e4", "e5", "e6", "e8"],
+  );
 });
 
 test("11.2 branch_summary 条目变成 branchSummary 消息；custom 与 label 条目什么都不贡献", () => {
@@ -261,15 +267,23 @@ async function stored(store: InMemorySessionStore | JsonlSessionStore): Promise<
 }
 
 /** 一个临时工作区里的会话：内存存储、固定时钟、脚本模型。 */
+/** 每次写入都要等 20 毫秒才落盘（像一块慢盘）：不 await flush 就交回的方法，交回时条目还没写进去。 */
+class LaggingStore extends InMemorySessionStore {
+  override async append(entry: SessionEntry): Promise<void> {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await super.append(entry);
+  }
+}
+
 async function withSession(
   turns: ScriptedTurn[],
   body: (session: AgentSession, model: ScriptedModel, store: InMemorySessionStore, root: string) => Promise<void>,
   compaction: CompactionSettings = { contextWindow: 100_000, reserveTokens: 0, safetyMargin: 0, keepRecentTokens: 20 },
+  store: InMemorySessionStore = new InMemorySessionStore(),
 ): Promise<void> {
   const root = await mkdtemp(path.join(os.tmpdir(), "pi-course-11-"));
   try {
     const model = new ScriptedModel(turns, { now: () => 5 });
-    const store = new InMemorySessionStore();
     const tree = await SessionTree.open(store, { now: () => 1_000, newId: counter() });
     const workspace = await Workspace.open(root);
     const session = new AgentSession({ tree, model, systemPrompt: "你是一个编程助手。", workspace, compaction, now: () => 1_000 });
@@ -298,6 +312,25 @@ test("11.2 `!cmd` 经第 08 章的 bash 工具在工作区里运行：记成 bas
     assert.deepEqual(sent.map((message) => message.role), ["system", "user", "user"]);
     assert.match(userTextOf(sent[1]), /`ls`[\s\S]*notes\.txt/);
   });
+});
+
+test("11.2 `!` 命令运行中被拒绝；交回时那条 bashExecution 已经落盘", { timeout: 5_000 }, async () => {
+  await withSession(
+    [reply("好的。")],
+    async (session, _model, store) => {
+      let refused: Promise<string> | undefined;
+      const unsubscribe = session.subscribe((event) => {
+        if (event.type === "turn_start") refused ??= session.executeBash("echo 插队").then(() => "运行中的 `!` 命令没有被拒绝", (error: Error) => error.message);
+      });
+      await session.prompt("你好");
+      unsubscribe();
+      assert.match((await refused) ?? "没有试", /运行中不能执行 `!` 命令/);
+      const ran = await session.executeBash("echo 落盘");
+      assert.deepEqual(savedMessages(await stored(store)).at(-1), ran, "executeBash 交回时这条记录应当已经写进会话");
+    },
+    undefined,
+    new LaggingStore(),
+  );
 });
 
 test("11.2 `!!cmd` 照样运行、照样存进会话，只是不进请求", { timeout: 5_000 }, async () => {
@@ -355,6 +388,7 @@ test("11.3 system 按重放后的一条先算；预算是窗口减去回答预�
   assert.equal(shouldCompact(over, budget), true);
   // 没有 system 时同样的对话装得下：system 确实被算进去了。
   assert.equal(shouldCompact([userMessage("c".repeat(4 * 60 + 1), 3)], budget), false);
+  assert.deepEqual(estimateContext([userMessage("c".repeat(40), 3)]), { systemTokens: 0, messageTokens: 10, total: 10 }, "没有 system 就不算 system 的 token");
 });
 
 test("11.3 只在一段交互的开头切：工具调用和它的结果总在切点的同一边", () => {
@@ -395,6 +429,9 @@ test("11.3 从最新往回整段保留交互，总量不超过 keepRecentTokens�
   assert.equal(findCutPoint(path, 5), 5);
   assert.equal(findCutPoint(path, 60), undefined);
   assert.equal(findCutPoint(items([system, ten("u", 1), ten("a", 2)]), 5), undefined);
+  // 没有开头的 system 也一样：切点之前只要有一条不是 system 的消息，就有东西可摘要。
+  const patch: SystemMessage = { role: "system", content: "", sections: { style: "回答要短。" }, timestamp: 2 };
+  assert.equal(findCutPoint(items([ten("u", 1), patch, ten("u", 3), ten("a", 4)]), 20), 2);
 });
 
 test("11.3 压缩条目写下之前先检查切点：不在当前路径上、或不是一段交互的开头，就拒绝写入，会话照常能打开", { timeout: 2_000 }, async () => {
@@ -678,6 +715,57 @@ test("11.4 摘要请求装得进模型的窗口：一条 4,000 条消息的分�
   assert.match(body, /完成第2000步/);
   assert.doesNotMatch(body, /第1步：/);
   assert.match(body, /earlier transcript lines were omitted/);
+});
+
+test("11.4 compact() 与 navigateTree() 交回时，新条目已经落盘（慢盘也一样）", { timeout: 5_000 }, async () => {
+  const turns = [answer(1), answer(2), reply("## 目标\n回答两个问题"), reply("## 目标\n试过第二问")];
+  await withSession(
+    turns,
+    async (session, _model, store) => {
+      await session.prompt(ask(1));
+      const fork = session.tree.getLeafId()!;
+      await session.prompt(ask(2));
+      const result = await session.compact();
+      assert.ok(result.status === "compacted", JSON.stringify(result));
+      assert.deepEqual((await stored(store)).at(-1), result.entry, "compact() 交回时压缩条目应当已经写进会话");
+      const entry = await session.navigateTree(fork, { summarize: true });
+      assert.ok(entry !== undefined);
+      assert.deepEqual((await stored(store)).at(-1), entry, "navigateTree() 交回时分支摘要应当已经写进会话");
+    },
+    undefined,
+    new LaggingStore(),
+  );
+});
+
+test("11.4 navigateTree：不要摘要时就是 branch，不问模型；离开的只有一条消息也照样摘要；运行中拒绝", { timeout: 5_000 }, async () => {
+  const turns = [answer(1), answer(2), reply("## 目标\n只问过一句"), answer(3)];
+  await withSession(turns, async (session, model, store) => {
+    await session.prompt(ask(1));
+    const first = session.tree.getLeafId()!;
+    await session.prompt(ask(2));
+    const second = session.tree.getLeafId()!;
+    assert.equal(await session.navigateTree(first), undefined);
+    assert.equal(session.tree.getLeafId(), first, "不要摘要时 leaf 照样移过去");
+    assert.deepEqual(session.messages, session.tree.buildSessionContext());
+    assert.equal(model.requests.length, 2, "不要摘要就不问模型");
+    assert.equal((await stored(store)).some((entry) => entry.type === "branch_summary"), false);
+
+    // 回到第 2 问的回答，再退到它的那句提问：被离开的只有那一条回答。
+    session.branch(second);
+    const secondUser = session.tree.getEntry(second)!.parentId!;
+    const entry = await session.navigateTree(secondUser, { summarize: true });
+    assert.ok(entry !== undefined && entry.type === "branch_summary", "离开的只有一条回答，也要摘要");
+    assert.equal(model.requests.length, 3);
+
+    let refused: Promise<string> | undefined;
+    const unsubscribe = session.subscribe((event) => {
+      if (event.type === "turn_start") refused ??= session.navigateTree(first, { summarize: true }).then(() => "运行中的 navigateTree 没有被拒绝", (error: Error) => error.message);
+    });
+    await session.prompt(ask(3));
+    unsubscribe();
+    assert.match((await refused) ?? "没有试", /运行中不能切换分支/);
+    assert.equal(model.requests.length, 4, "运行中的 navigateTree 不该去问模型要摘要");
+  });
 });
 
 test("11.4 离开一条分支时把它摘要成 branch_summary 条目：新请求带着摘要，不带被离开的消息", { timeout: 5_000 }, async () => {

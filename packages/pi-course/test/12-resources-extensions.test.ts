@@ -11,6 +11,7 @@ import { AgentSession } from "../src/agent-session.js";
 import {
   approvalGate,
   approvalUnavailable,
+  outsideWorkspaceWarning,
   parseAllowRule,
   PermissionStore,
   ruleAllows,
@@ -19,7 +20,7 @@ import {
   type ApprovalRequest,
 } from "../src/approval-gate.js";
 import { codingTools, readTool } from "../src/coding-tools.js";
-import { loadExtensions } from "../src/extension-loader.js";
+import { factoryOf, loadExtensions } from "../src/extension-loader.js";
 import {
   ABORTED_BEFORE_CHECK,
   extensionFromFactory,
@@ -31,7 +32,7 @@ import {
 import { loadResources, type Resources } from "../src/resources.js";
 import { loadContextFiles, type ResourceDiagnostic } from "../src/resources/context-files.js";
 import { resourcePatch, resourceSections } from "../src/resources/sections.js";
-import { expandPromptTemplate, loadPromptTemplates, loadSkills, parseCommandArgs, substituteArgs } from "../src/resources/skills.js";
+import { expandPromptTemplate, loadPromptTemplates, loadSkills, parseCommandArgs, parseFrontmatter, substituteArgs } from "../src/resources/skills.js";
 import { s } from "../src/schema.js";
 import { ScriptedModel, type ScriptedTurn } from "../src/scripted-model.js";
 import { InMemorySessionStore } from "../src/session-store.js";
@@ -184,6 +185,11 @@ test("12.1 坏的上下文文件只是一条诊断：不是 UTF-8、超过上限
   assert.match(byFile[0]![1]!, /UTF-8/);
   assert.match(byFile[1]![1]!, /100 字节/);
   assert.match(byFile[2]![1]!, /环/);
+  // 上限是“最多”：恰好 50 字节的文件照常读进来。
+  const exact = await tempDir();
+  await writeFiles(exact, { "AGENTS.md": "y".repeat(50) });
+  const fits = await loadContextFiles(exact, { stopAt: exact, maxContextBytes: 50 });
+  assert.deepEqual(fits.map((file) => file.content.length), [50], "恰好等于上限的文件不该被跳过");
 });
 
 // ── 12.2 技能与提示模板 ─────────────────────────────────────────
@@ -217,7 +223,24 @@ test("12.2 `/name 参数` 按 shell 的引号切参数（空参数不算），$1
   const templates = [{ name: "review", description: "审查", content: "请审查 $1，重点看 $2。", filePath: "/p/review.md" }];
   assert.equal(expandPromptTemplate(`/review src/a.ts "错误处理"`, templates), "请审查 src/a.ts，重点看 错误处理。");
   assert.equal(expandPromptTemplate("/unknown x", templates), "/unknown x");
+  // 只有 /name、没有参数：照样展开，$1 $2 都是空的。
+  assert.equal(expandPromptTemplate("/review", templates), "请审查 ，重点看 。");
   assert.equal(expandPromptTemplate("review src/a.ts", templates), "review src/a.ts");
+});
+
+test("12.2 front matter：空的也是 front matter，中间的空行跳过；不是技能的目录项（没有 SKILL.md、是个文件）不算问题，不记诊断", async () => {
+  assert.deepEqual(parseFrontmatter("---\n---\n正文"), { fields: {}, body: "正文" });
+  assert.deepEqual(parseFrontmatter("---\nname: x\n\ndescription: 一行说明\n---\n正文"), { fields: { name: "x", description: "一行说明" }, body: "正文" });
+  const root = await tempDir();
+  await writeFiles(root, {
+    ".pi/skills/deploy/SKILL.md": "---\ndescription: 发布\n---\n步骤",
+    ".pi/skills/notes/README.md": "这个目录里没有 SKILL.md",
+    ".pi/skills/todo.txt": "一个文件，不是目录",
+  });
+  const diagnostics: ResourceDiagnostic[] = [];
+  const skills = await loadSkills(root, diagnostics);
+  assert.deepEqual(skills.map((skill) => skill.name), ["deploy"]);
+  assert.deepEqual(diagnostics, [], "没有 SKILL.md 的目录项只是别的东西，不该记诊断");
 });
 
 test("12.2 提示模板从 .pi/prompts 读出：名字是文件名，description 可省（取正文第一个非空行），front matter 不进正文", async () => {
@@ -308,6 +331,7 @@ test("12.3 每种资源一个具名段落；补丁只写变了的段，没了的
   assert.deepEqual(resourcePatch(before, afterReload, 5), { role: "system", content: "", sections: { skills: afterReload["skills"]! }, timestamp: 5 });
   assert.deepEqual(resourcePatch(afterReload, before, 6)?.sections, { skills: null });
   assert.equal(resourcePatch(before, resourceSections(one), 7), undefined);
+  assert.deepEqual(resourceSections(noResources()), {}, "没有上下文文件就没有 project-context 段");
 });
 
 test("12.3 新会话的第一条 system 带着段落：模型只读到技能的说明，正文要它自己用 read 工具去读", { timeout: 2_000 }, async () => {
@@ -472,6 +496,49 @@ test("12.4 tool_result 依次改写结果：后一个处理器看到前一个的
   assert.ok(store.text.some((line) => line.includes("[echo:hi!]")));
 });
 
+test("12.4 tool_result 交回的 details 换掉原来的：会话存下的结果带着新的 details", { timeout: 2_000 }, async () => {
+  const { session } = await scene([reply(call("c1", "echo", { say: "hi" })), reply(text("好"))], {
+    tools: [echoTool([])],
+    factories: [(pi) => pi.on("tool_result", () => ({ details: { checked: true } }))],
+  });
+  await session.prompt("说 hi");
+  const result = session.messages.find((message) => message.role === "toolResult");
+  assert.deepEqual(result?.role === "toolResult" && result.details, { checked: true }, "交回的 details 应当换掉工具原来的");
+  assert.equal(resultText(result), "echo:hi", "没交回 content 就保持原样");
+});
+
+test("12.5 tool_result、context、context_with_system 的处理器抛出只是一条写明文件与事件的报告：后面的处理器照样改写，请求照旧", async () => {
+  const errors: ExtensionError[] = [];
+  const broken = await extensionFromFactory("broken.ts", (pi) => {
+    pi.on("tool_result", () => {
+      throw new Error("坏了");
+    });
+    pi.on("context", () => {
+      throw new Error("坏了");
+    });
+    pi.on("context_with_system", () => {
+      throw new Error("坏了");
+    });
+  });
+  const fine = await extensionFromFactory("fine.ts", (pi) => pi.on("tool_result", () => ({ details: { checked: true } })));
+  // 什么都不交回就是“不改”，不是一次坏的改写。
+  const quiet = await extensionFromFactory("quiet.ts", (pi) => pi.on("tool_result", () => undefined));
+  const runner = new ExtensionRunner([broken, fine, quiet], { onError: (error) => errors.push(error) });
+  const rewritten = await runner.emitToolResult({ type: "tool_result", toolCallId: "c1", toolName: "echo", input: {}, content: [text("原结果")], details: { size: 1 }, isError: false });
+  assert.deepEqual(rewritten, { content: [text("原结果")], details: { checked: true }, isError: false });
+  const messages: AgentMessage[] = [{ role: "system", content: "你是 tiny-pi。", timestamp: 1 }, { role: "user", content: [text("你好")], timestamp: 2 }];
+  assert.deepEqual(await runner.emitContext(messages), messages);
+  assert.deepEqual(await runner.emitContextWithSystem(messages), messages);
+  assert.deepEqual(
+    errors.map((error) => [error.extensionPath, error.event]),
+    [
+      ["broken.ts", "tool_result"],
+      ["broken.ts", "context"],
+      ["broken.ts", "context_with_system"],
+    ],
+  );
+});
+
 test("12.4 tool_result 的改写先验形状：content 不是文本块数组、details 写不成 JSON 都报告，保留原结果", { timeout: 2_000 }, async () => {
   const cycle: Record<string, unknown> = {};
   cycle["self"] = cycle;
@@ -564,6 +631,7 @@ test("12.4 同名或形状不对的工具登记只是一条带文件名的诊断
         pi.registerTool({ ...echoTool([]), description: "想顶替本地的 echo" });
         pi.registerTool(null as never);
         pi.registerTool({ name: "", description: "没有名字" } as never);
+        pi.registerTool({ name: "bare", description: "没有参数表", parameters: null, execute: () => ({ content: [] }) } as never);
         pi.registerTool({ ...echoTool([]), name: "mine" });
       },
       (pi) => pi.registerTool({ ...echoTool([]), name: "mine", description: "第二个 mine" }),
@@ -576,14 +644,17 @@ test("12.4 同名或形状不对的工具登记只是一条带文件名的诊断
     ["ext-1.ts", "register_tool"],
     ["ext-1.ts", "register_tool"],
     ["ext-1.ts", "register_tool"],
+    ["ext-1.ts", "register_tool"],
     ["ext-2.ts", "register_tool"],
   ]);
   assert.match(errors[0]!.error, /echo.*已经有/);
-  assert.match(errors[1]!.error, /形状不对/);
-  assert.match(errors[3]!.error, /mine.*已经有/);
+  assert.match(errors[1]!.error, /形状不对：拿到的是 null/);
+  assert.match(errors[2]!.error, /形状不对：name 必须是非空字符串/);
+  assert.match(errors[3]!.error, /形状不对：bare 没有 parameters/);
+  assert.match(errors[4]!.error, /mine.*已经有/);
   // 再换一次工具集（之后登记的工具会触发它）：同一项不再重复报告。
   await session.flush();
-  assert.equal(errors.length, 4);
+  assert.equal(errors.length, 5);
 });
 
 /** 一个等几轮事件循环才完成的 echo：用来看同批的其余调用是不是被等完了。 */
@@ -864,11 +935,22 @@ test("12.6 `/name`：扩展命令先处理（不问模型，抛出只报告）�
   assert.deepEqual(errors, [{ extensionPath: "ext-1.ts", event: "command", error: "/boom：命令坏了" }]);
   await session.prompt("/note 先看测试");
   assert.equal(model.requests.length, 0);
+  // 只有 /name、没有参数：处理器拿到的参数是空串，不是命令本身。
+  await session.prompt("/note");
+  assert.deepEqual(store.text.map((line) => JSON.parse(line) as { type: string; data?: unknown }).filter((entry) => entry.type === "custom").map((entry) => entry.data), [{ args: "先看测试" }, { args: "" }]);
   const kinds = store.text.map((line) => (JSON.parse(line) as { type: string }).type);
-  assert.deepEqual(kinds, ["message", "custom", "custom_message"]);
+  assert.deepEqual(kinds, ["message", "custom", "custom_message", "custom", "custom_message"]);
   await session.prompt("/review src/a.ts");
   assert.equal(lastUserText(model.requests[0]), "请审查 src/a.ts。");
   assert.ok(model.requests[0]!.messages.some((message) => message.role === "user" && message.content[0]?.text === "备注：先看测试"));
+});
+
+test("12.6 factoryOf 解开 CommonJS 的那一层 default；default 是别的对象就说出拿到的是什么", () => {
+  const factory = () => {};
+  assert.equal(factoryOf({ default: factory }, "/p/esm.js"), factory);
+  assert.equal(factoryOf({ default: { default: factory } }, "/p/cjs.js"), factory, "CommonJS 模块的函数在 default 的 default 上");
+  assert.throws(() => factoryOf({ default: {} }, "/p/x.js"), { message: /x\.js 的 default 导出不是函数（拿到的是 object）/ });
+  assert.throws(() => factoryOf({ default: null }, "/p/y.js"), { message: /y\.js 的 default 导出不是函数（拿到的是 object）/ });
 });
 
 test("12.6 registerTool 登记的工具进工具集：加载时登记的和之后登记的，模型都能调用", { timeout: 2_000 }, async () => {
@@ -1002,4 +1084,13 @@ test("12.7 “以后都可以”存在给定的文件里：重新打开还在，
   await writeFile(file, "{ 坏了");
   await assert.rejects(PermissionStore.open(file), /权限文件 .* 不是合法的 JSON/);
   assert.equal(await readFile(file, "utf8"), "{ 坏了");
+});
+
+test("12.7 工作区之外的路径才提醒：工作区里的绝对路径与 /dev/null 不算，工作区的上一层和别处的绝对路径都算", () => {
+  const cwd = "/srv/work/app";
+  assert.equal(outsideWorkspaceWarning("cat /srv/work/app/src/a.ts > /dev/null", cwd), undefined);
+  const parent = outsideWorkspaceWarning("ls /srv/work", cwd);
+  assert.ok(parent?.includes("/srv/work"), String(parent));
+  const elsewhere = outsideWorkspaceWarning("cat /etc/hosts", cwd);
+  assert.ok(elsewhere?.includes("/etc/hosts"), String(elsewhere));
 });

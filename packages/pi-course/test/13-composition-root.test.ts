@@ -10,11 +10,12 @@ import path from "node:path";
 import { PassThrough, Writable } from "node:stream";
 import test, { type TestContext } from "node:test";
 
-import { parseCliArgs, UsageError } from "../src/cli/args.js";
+import { parseCliArgs, USAGE, UsageError } from "../src/cli/args.js";
 import { InteractiveMode, renderTree } from "../src/cli/interactive-mode.js";
 import { main, type CliIo } from "../src/cli/main.js";
+import { runPrintMode } from "../src/cli/print-mode.js";
 import { Output } from "../src/cli/output.js";
-import { listProcesses } from "../src/cli/process-groups.js";
+import { listProcesses, parseProcStat } from "../src/cli/process-groups.js";
 import { approvalUnavailable, userDeclined, type ApprovalAnswer } from "../src/approval-gate.js";
 import { AssistantMessageEventStream } from "../src/event-stream.js";
 import { decideOffline, OFFLINE_HELP, OfflineModel, projectNameOf, requestedFile } from "../src/offline-model.js";
@@ -182,6 +183,13 @@ test("13.1 读到结果后用第一个一级标题回答；没有标题、读取
   assert.match(untitled.kind === "answer" ? untitled.text : "", /没有以 "# " 开头的标题.*第一行是：「只有正文」/);
   const failed = decideOffline(reply("文件 README.md 不存在。", true), [readTool]);
   assert.match(failed.kind === "answer" ? failed.text : "", /读取 README\.md 失败：文件 README\.md 不存在/);
+  // 只认 read 的结果：别的工具交回的结果不是读到的文件，照样要去读。
+  const listed: Message[] = [
+    ...asked,
+    assistantMessage([{ type: "toolCall", id: "c1", name: "ls", arguments: { path: "." } }], "toolUse"),
+    { role: "toolResult", toolCallId: "c1", toolName: "ls", content: [text("# 不是标题\nREADME.md")], isError: false, timestamp: 2 },
+  ];
+  assert.deepEqual(decideOffline(listed, [readTool]), { kind: "read", path: "README.md" });
   // 上一问的结果不算数：新的一问要重新读。
   assert.deepEqual(decideOffline([...reply("# 旧标题"), userMessage("再读一次 README", 3)], [readTool]), { kind: "read", path: "README.md" });
 });
@@ -271,9 +279,12 @@ test("13.2 接上第 12 章：AGENTS.md 成为 system 的段落，扩展命令�
     'export default (pi) => { globalThis.piChapter13 = pi; pi.registerCommand("note", { description: "记一笔", handler: (args) => pi.appendEntry("note", { text: args }) }); };\n',
   );
   await writeFile(path.join(extensions, "b-broken.mjs"), "export default 42;\n");
+  await mkdir(path.join(cwd, ".pi", "skills", "nameless"), { recursive: true });
+  await writeFile(path.join(cwd, ".pi", "skills", "nameless", "SKILL.md"), "---\nname: nameless\n---\n没有 description 的技能。\n");
   const warnings: string[] = [];
   const runtime = await createRuntime({ cwd, agentDir, env: {}, onWarning: (message) => warnings.push(message) });
   assert.match(warnings.join("\n"), /b-broken\.mjs 在 load 里出错/);
+  assert.match(warnings.join("\n"), /资源 .*SKILL\.md：跳过技能/);
   assert.equal(runtime.extensions.extensions.length, 1);
   const first = runtime.session.messages[0];
   assert.equal(first?.role, "system");
@@ -330,6 +341,44 @@ test("13.2 关闭先停下会话：运行被中止并收尾，扩展在 agent_en
   assert.ok(logged, `扩展在 agent_end 里记下的条目应当在会话文件里；警告：${warnings.join("；")}`);
 });
 
+test("13.2 关闭等到底：模型过一会儿才停下、扩展的 agent_end 处理器过一会儿才记下条目，dispose 之后两者都在会话文件里", { timeout: 3_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  await mkdir(path.join(cwd, ".pi", "extensions"), { recursive: true });
+  await writeFile(
+    path.join(cwd, ".pi", "extensions", "slow-log.mjs"),
+    'export default (pi) => pi.on("agent_end", async () => { await new Promise((resolve) => setTimeout(resolve, 50)); pi.appendEntry("log", { ended: true }); });\n',
+  );
+  let started: () => void = () => {};
+  const running = new Promise<void>((resolve) => (started = resolve));
+  // 收到取消以后还要 50 ms 才交回 aborted：像一个要先关掉连接的真模型。
+  const slowToStop: Model = {
+    provider: "test",
+    id: "slow-to-stop",
+    stream(_context: AgentContext, options = {}) {
+      const output = new AssistantMessageEventStream();
+      const partial = assistantMessage([], "stop", { provider: "test", model: "slow-to-stop", timestamp: 1 });
+      output.push({ type: "start", partial });
+      options.signal?.addEventListener(
+        "abort",
+        () => setTimeout(() => output.push({ type: "error", reason: "aborted", error: { ...partial, stopReason: "aborted", errorMessage: "被取消" } }), 50),
+        { once: true },
+      );
+      started();
+      return output;
+    },
+  };
+  const warnings: string[] = [];
+  const runtime = await createRuntime({ cwd, agentDir, env: {}, model: slowToStop, trust: { once: true }, onWarning: (message) => warnings.push(message) });
+  const asking = runtime.session.prompt("你好");
+  await running;
+  await runtime.dispose();
+  const entries = await sessionLines(runtime.sessionFile);
+  const lastMessage = entries.findLast((entry) => entry.type === "message");
+  assert.equal(lastMessage?.type === "message" && lastMessage.message.role === "assistant" ? lastMessage.message.stopReason : undefined, "aborted", "dispose 没等运行结束");
+  assert.ok(entries.some((entry) => entry.type === "custom" && entry.customType === "log"), `dispose 没等扩展的事件送完；警告：${warnings.join("；")}`);
+  await asking;
+});
+
 test("13.2 关闭之后的运行时拒绝提问：RuntimeError（RUNTIME_DISPOSED），不去问模型", { timeout: 2_000 }, async (t) => {
   const { cwd, agentDir } = await project(t);
   const model = new ScriptedModel([{ kind: "reply", content: [text("不该有这一句")], stopReason: "stop" }]);
@@ -376,6 +425,7 @@ test("13.3 用错了是用法错误：一句中文，退出码 2", { timeout: 2_
     [["--mode", "yaml", "x"], /--mode 只接受 text 或 json/],
     [["-p"], /-p 需要一个任务/],
     [["--session"], /--session 需要一个取值，例如 --session \.\/notes\.jsonl/],
+    [["-c", "--session", "a.jsonl"], /--continue 和 --session 只能选一个/],
   ] as const) {
     assert.throws(() => parseCliArgs(argv), (error: unknown) => error instanceof UsageError && pattern.test(error.message));
   }
@@ -515,6 +565,56 @@ test("13.3 自动压缩失败时，打印模式只写一句话，不是一段堆
   if (code !== 0) assert.equal(code, 1);
 });
 
+test("13.3 --help 把用法写到 stdout，退出码 0，不建运行时", { timeout: 2_000 }, async (t) => {
+  assert.equal(parseCliArgs(["--help"]).help, true);
+  assert.equal(parseCliArgs(["-p", "--help"]).help, true, "-p --help 不缺任务：它只要用法");
+  const { cwd, agentDir } = await project(t);
+  const run = io(cwd, agentDir);
+  assert.equal(await main(["--help"], run.io), 0);
+  assert.equal(run.stdout.text(), `${USAGE}\n`);
+  assert.equal(run.stderr.text(), "");
+  assert.equal(existsSync(agentDir), false, "只看用法不该建会话目录");
+});
+
+test("13.3 --mode json 的 stdout 只有 JSON：会话写不进去时也不另写一行回答", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const full = Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC", syscall: "write" });
+  const model = new ScriptedModel([{ kind: "reply", content: [text("答案是 42。")], stopReason: "stop" }]);
+  const run = io(cwd, agentDir, { model, openStore: (file) => brokenStore(file, 1, full) });
+  assert.equal(await main(["--mode", "json", "答案是什么？"], run.io), 1);
+  for (const line of run.stdout.text().trimEnd().split("\n")) assert.doesNotThrow(() => JSON.parse(line), `stdout 上有一行不是 JSON：${line}`);
+  assert.equal(stderrLines(run.stderr.text()).length, 1, run.stderr.text());
+});
+
+test("13.3 runPrintMode 交回之前退订：之后在同一个运行时上的提问不再写到它的出口", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const model = new ScriptedModel([
+    { kind: "reply", content: [text("一")], stopReason: "stop" },
+    { kind: "reply", content: [text("二")], stopReason: "stop" },
+  ]);
+  const runtime = await createRuntime({ cwd, agentDir, env: {}, model });
+  t.after(() => runtime.dispose());
+  const stdout = sink();
+  assert.equal(await runPrintMode(runtime, "json", ["第一问"], new Output(stdout.stream), new Output(sink().stream)), 0);
+  const written = stdout.text();
+  assert.match(written, /"type":"agent_end"/);
+  await runtime.session.prompt("第二问");
+  assert.equal(stdout.text(), written, "runPrintMode 交回以后还在往出口写");
+  // 在删掉临时目录（先登记的 after）之前关掉。
+  await runtime.dispose();
+});
+
+test("13.3 打印模式结束时关掉运行时：main 交回以后，扩展不能再写会话", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  await mkdir(path.join(cwd, ".pi", "extensions"), { recursive: true });
+  await writeFile(path.join(cwd, ".pi", "extensions", "keep.mjs"), "export default (pi) => { globalThis.piChapter13Print = pi; };\n");
+  const run = io(cwd, agentDir);
+  assert.equal(await main(["-p", "--trust", README_TASK], run.io), 0);
+  const api = (globalThis as { piChapter13Print?: { appendEntry(type: string, data?: unknown): void } }).piChapter13Print;
+  assert.ok(api !== undefined, "项目扩展应当被加载");
+  assert.throws(() => api.appendEntry("note", { text: "迟到的" }), /运行时已经关闭/);
+});
+
 // ── 实践 13.4 ───────────────────────────────────────────────────
 
 test("13.4 stdout 被下游关掉（EPIPE）：停下运行、不崩溃、退出码 0，会话照样关好", { timeout: 5_000 }, async (t) => {
@@ -622,6 +722,37 @@ test("13.4 SIGTERM、SIGHUP 和 Ctrl-C 一样：中止运行、结束工具的�
   assert.equal(existsSync(path.join(cwd, "late.txt")), false);
 });
 
+test("13.4 stdout 在开始之前就被下游关掉：不去问模型，退出码 0", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const model = new ScriptedModel([{ kind: "reply", content: [text("没人读的回答")], stopReason: "stop" }]);
+  const stdout = sink();
+  const run = io(cwd, agentDir, { stdout: stdout.stream, model });
+  // 像 `tiny-pi -p … | true`：读的一方还没等到第一行就走了。
+  stdout.stream.destroy(Object.assign(new Error("write EPIPE"), { code: "EPIPE" }));
+  assert.equal(await main(["-p", README_TASK], run.io), 0);
+  assert.equal(model.requests.length, 0, "出口已经关了，不该再花钱问模型");
+});
+
+test("13.4 parseProcStat 从最后一个右括号之后数字段；缺了字段、没有括号、pid 不是数字都交回 undefined", () => {
+  assert.deepEqual(parseProcStat("4242 (tiny (pi) x) S 17 4242 4242 0 -1"), { pid: 4242, ppid: 17, pgid: 4242, state: "S" });
+  assert.deepEqual(parseProcStat("77 (sh) Z 1 70"), { pid: 77, ppid: 1, pgid: 70, state: "Z" });
+  for (const line of ["4242 sleep S 17 4242", "pid (sleep) S 17 4242", "4242 (sleep) S 17", "4242 (sleep) S", "4242 (sleep)"]) {
+    assert.equal(parseProcStat(line), undefined, `这一行不该解析出进程：${line}`);
+  }
+});
+
+test("13.4 listProcesses 列出这台机器上的每个进程一次：自成一组的子进程带着父进程与组号", { timeout: 5_000 }, async (t) => {
+  const child = spawn("sleep", ["5"], { detached: true, stdio: "ignore" });
+  t.after(() => child.kill("SIGKILL"));
+  await new Promise((resolve) => child.once("spawn", resolve));
+  const all = listProcesses();
+  const mine = all.find((info) => info.pid === child.pid);
+  assert.deepEqual(mine, { pid: child.pid, ppid: process.pid, pgid: child.pid, state: mine?.state ?? "?" });
+  assert.match(mine?.state ?? "", /^[A-Z]$/);
+  assert.ok(all.some((info) => info.pid === process.pid), "列表里应当有自己");
+  assert.equal(new Set(all.map((info) => info.pid)).size, all.length, "同一个进程不该出现两次");
+});
+
 // ── 实践 13.5 ───────────────────────────────────────────────────
 
 test("13.5 /tree 按父子缩进，* 标出当前路径，leaf 标“当前”", () => {
@@ -634,6 +765,8 @@ test("13.5 /tree 按父子缩进，* 标出当前路径，leaf 标“当前”",
   });
   const tree = renderTree([entry("a", null, "开始"), entry("b", "a", "旧的一支"), entry("c", "a", "新的一支")], "c");
   assert.deepEqual(tree.split("\n"), ["* a user: 开始", "    b user: 旧的一支", "  * c user: 新的一支  ← 当前"]);
+  assert.equal(renderTree([entry("a", null, "开始")], "a"), "* a user: 开始  ← 当前");
+  assert.equal(renderTree([], null), "（会话还是空的）");
 });
 
 test("13.5 /tree 只在分叉处缩进：一条直线上的条目对齐，分出的每一支深一层", () => {
@@ -726,7 +859,7 @@ test("13.5 /resume 列出这个项目的会话，给编号就换过去，旧的�
   assert.equal(await finished, 0);
 });
 
-test("13.5 交互模式：SIGTERM 中止运行并离开；连按两次 Ctrl-C 时收尾卡住，只等 disposeGraceMs 就以 130 离开", { timeout: 5_000 }, async (t) => {
+test("13.5 交互模式：SIGTERM 中止运行并离开；连按两次 Ctrl-C 时收尾卡住，只等 disposeGraceMs 就以 130 离开，不留下自成一组的子进程", { timeout: 5_000 }, async (t) => {
   const { cwd, agentDir } = await project(t);
   const signals = new EventEmitter();
   const terminated = hangingModel();
@@ -743,6 +876,10 @@ test("13.5 交互模式：SIGTERM 中止运行并离开；连按两次 Ctrl-C �
   const stuck = hangingModel();
   const input = new PassThrough();
   const second = io(cwd, agentDir, { stdin: input, signals, model: stuck.model, disposeGraceMs: 200, openStore: (file) => brokenStore(file, 1) });
+  // 一个自成进程组的直接子进程，像第 08 章 runCommand 起的命令：强制离开时它要整组被结束。
+  const leftover = spawn("sleep", ["30"], { detached: true, stdio: "ignore" });
+  t.after(() => leftover.kill("SIGKILL"));
+  await new Promise((resolve) => leftover.once("spawn", resolve));
   const started = Date.now();
   const forced = main([], second.io);
   input.write("你好\n");
@@ -752,6 +889,7 @@ test("13.5 交互模式：SIGTERM 中止运行并离开；连按两次 Ctrl-C �
   assert.equal(await forced, 130);
   assert.ok(Date.now() - started < 3_000);
   assert.match(second.stderr.text(), /收尾超过 200 毫秒没有完成/);
+  assert.deepEqual(await survivorsOf(leftover.pid!), [], "强制离开之后，自成一组的子进程还活着");
 });
 
 // ── 批准闸门接上 tiny-pi ────────────────────────────────────────
@@ -1023,4 +1161,99 @@ test("13.5 /compact 没有可压缩的内容时说出原因：这条分支约多
   assert.match(run.stdout.text(), /没有可以压缩的内容：压缩只总结“最近的一段”之前的旧对话，这条分支目前约 \d+ 个 token/);
   stdin.end();
   assert.equal(await finished, 0);
+});
+
+test("13.5 /compact 压缩成功时说出压缩前约多少 token", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const model = new ScriptedModel([
+    { kind: "reply", content: [text("第一个回答")], stopReason: "stop" },
+    { kind: "reply", content: [text("第二个回答")], stopReason: "stop" },
+    { kind: "reply", content: [text("## 目标\n记住两个回答。")], stopReason: "stop" },
+  ]);
+  // 只保留最近约 10 个 token：第一问一答就落在“可以压缩”的那一段里。
+  const compaction = { contextWindow: 128_000, reserveTokens: 16_000, safetyMargin: 4_000, keepRecentTokens: 10 };
+  const runtime = await createRuntime({ cwd, agentDir, env: {}, model, compaction });
+  t.after(() => runtime.dispose());
+  await runtime.session.prompt(`第一问：${"长".repeat(400)}`);
+  await runtime.session.prompt(`第二问：${"长".repeat(400)}`);
+  const stdin = new PassThrough();
+  const stdout = sink();
+  const repl = new InteractiveMode(runtime, { input: stdin, output: new Output(stdout.stream), terminal: false, reopen: () => assert.fail("不该换会话") });
+  const finished = repl.run();
+  stdin.write("/compact\n");
+  await waitFor(stdout.text, "个 token。");
+  assert.match(stdout.text(), /已压缩：压缩前约 \d+ 个 token。/);
+  stdin.end();
+  assert.equal(await finished, 0);
+  // 在删掉临时目录（先登记的 after）之前关掉。
+  await runtime.dispose();
+});
+
+test("13.5 stdin 是终端时交给 readline 的终端模式：输入里的 Ctrl-C 就是一次中断，连按两次离开", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const stdin = Object.assign(new PassThrough(), { isTTY: true });
+  const run = io(cwd, agentDir, { stdin });
+  const finished = main([], run.io);
+  await waitFor(run.stdout.text, "tiny-pi>");
+  stdin.write("\x03");
+  await waitFor(run.stdout.text, "再按一次 Ctrl-C 离开，或者输入 /exit");
+  stdin.write("\x03");
+  assert.equal(await finished, 0);
+});
+
+test("13.5 第二次 Ctrl-C 中止此刻正在进行的运行再离开：第一次中止的那一问之后排着的下一问也停下", { timeout: 3_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  let calls = 0;
+  let secondStarted: () => void = () => {};
+  const second = new Promise<void>((resolve) => (secondStarted = resolve));
+  // 每次生成都一直等到被取消；第二次生成开始时告诉测试。
+  const patient: Model = {
+    provider: "test",
+    id: "patient",
+    stream(_context: AgentContext, options = {}) {
+      calls += 1;
+      const output = new AssistantMessageEventStream();
+      const partial = assistantMessage([], "stop", { provider: "test", model: "patient", timestamp: 1 });
+      output.push({ type: "start", partial });
+      options.signal?.addEventListener("abort", () => output.push({ type: "error", reason: "aborted", error: { ...partial, stopReason: "aborted", errorMessage: "被取消" } }), { once: true });
+      if (calls === 2) secondStarted();
+      return output;
+    },
+  };
+  const runtime = await createRuntime({ cwd, agentDir, env: {}, model: patient });
+  t.after(() => runtime.dispose());
+  const stdin = new PassThrough();
+  const stdout = sink();
+  const repl = new InteractiveMode(runtime, { input: stdin, output: new Output(stdout.stream), terminal: false, reopen: () => assert.fail("不该换会话") });
+  const finished = repl.run();
+  stdin.write("第一问\n");
+  stdin.write("第二问\n");
+  await waitFor(() => String(calls), "1");
+  // 第一次：中止第一问；排着的第二问随后开始。
+  repl.interrupt();
+  await second;
+  // 第二次（中间没有新的一行）：离开，并且中止此刻正在进行的第二问。
+  repl.interrupt();
+  assert.equal(await finished, 0);
+  await waitFor(() => runtime.session.agent.state.status, "idle");
+  assert.equal(runtime.session.agent.state.stopReason, "aborted");
+  // 在删掉临时目录（先登记的 after）之前关掉：被中止的那次运行还有条目要写进会话文件。
+  await runtime.dispose();
+});
+
+test("13.5 会话写不进去之后 /exit：关闭时的失败是 stderr 上的一句话，点名每个出错的部件，退出码 1", { timeout: 5_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  const full = Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC", syscall: "write" });
+  const model = new ScriptedModel([{ kind: "reply", content: [text("答案是 42。")], stopReason: "stop" }]);
+  const stdin = new PassThrough();
+  // 第一行（system）写得进去，之后磁盘满了：这一问报错，REPL 还在；离开时关闭会话和会话文件都失败。
+  const run = io(cwd, agentDir, { stdin, model, openStore: (file) => brokenStore(file, 1, full) });
+  const finished = main([], run.io);
+  stdin.write("答案是什么？\n");
+  await waitFor(run.stdout.text, "ENOSPC");
+  stdin.write("/exit\n");
+  assert.equal(await finished, 1);
+  const lines = stderrLines(run.stderr.text());
+  assert.equal(lines.length, 1, run.stderr.text());
+  assert.match(lines[0]!, /^tiny-pi：关闭运行时时有 2 个部件出错：会话（ENOSPC.*）；会话文件（ENOSPC.*）$/);
 });

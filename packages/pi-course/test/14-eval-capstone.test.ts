@@ -301,6 +301,10 @@ test("14.3 没有检查的任务在表里是“未检查”，不算通过，表
   assert.match(table, /^bare +未检查 +0\/0 /m);
   assert.match(table, /通过 0\/1 个任务/);
   assert.match(table, /✗ bare：没有检查：一项检查也没有跑，无从判断对错/);
+  // 有检查、只是没通过，是“失败”而不是“未检查”；全部通过时总计那一行就是表的最后一行。
+  const failed = formatEvalTable([report({ id: "wrong", ok: false, checks: [{ name: "甲", scope: "run", ok: false, reason: "不对" }] })]);
+  assert.match(failed, /^wrong +失败 +0\/1 /m);
+  assert.ok(formatEvalTable([report({ id: "a" })]).endsWith("通过 1/1 个任务"), "全部通过时表下不该再有空行");
 });
 
 test("14.3 JSON 与表格同源：通过数、总数和每个任务的完整报告", () => {
