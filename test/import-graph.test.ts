@@ -58,6 +58,10 @@ test("scripts/ 里没有引用环（只引用类型的也算）", () => {
   assert.deepEqual(importCycles(path.join(KIT, "scripts")), []);
 });
 
+test("教学代码 packages/pi-course/src 里也没有引用环：一个形状只在它第一次出现的地方声明，别处引用它", () => {
+  assert.deepEqual(importCycles(path.join(KIT, "packages", "pi-course", "src")), []);
+});
+
 test("找环的办法真能找到环：两个互相引用的模块被报出来，只引用别人的那个不算", () => {
   const work = path.join(KIT, "test", "fixtures", "import-cycle");
   assert.deepEqual(importCycles(work), ["a.ts → b.ts → a.ts"]);

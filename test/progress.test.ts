@@ -172,7 +172,7 @@ describe("verify 记下什么（recordCheck）", () => {
 
   test("从课程起点做完的：记作 course，记下目标、时间与目录", () => {
     const file = freshFile();
-    recordCheck(file, { chapter, check: passed, marker: { chapter: "05", slug: "x", start: "s", kitRoot: "/k" }, target, dir: "/p5", now: at });
+    recordCheck(file, { chapter, check: passed, marker: {}, target, dir: "/p5", now: at });
     const entry = loadProgress(file).progress.verified["05"];
     assert.deepEqual(entry, { target, verifiedAt: at.toISOString(), dir: "/p5", basis: "course" });
     assert.equal(loadProgress(file).progress.practiceDirs["05"], "/p5");
@@ -181,7 +181,7 @@ describe("verify 记下什么（recordCheck）", () => {
   test("接续目录做完的：记作 own，自第几章起；--use-course 换来的文件照实记下", () => {
     const file = freshFile();
     const origin = { from: "/p4", chapter: "04", ownSince: "03", own: [], merged: [], mine: [], course: ["packages/pi-course/src/types.ts"] };
-    recordCheck(file, { chapter, check: passed, marker: { chapter: "05", slug: "x", start: "s", kitRoot: "/k", origin }, target, dir: "/p5", now: at });
+    recordCheck(file, { chapter, check: passed, marker: { origin }, target, dir: "/p5", now: at });
     const entry = loadProgress(file).progress.verified["05"];
     assert.equal(entry?.basis, "own");
     assert.equal(entry?.ownSince, "03");
@@ -190,7 +190,7 @@ describe("verify 记下什么（recordCheck）", () => {
 
   test("没通过什么也不写：之前的点亮原样保留", () => {
     const file = freshFile();
-    const marker = { chapter: "05", slug: "x", start: "s", kitRoot: "/k" };
+    const marker = {};
     recordCheck(file, { chapter, check: passed, marker, target, dir: "/p5", now: at });
     const before = readFileSync(file, "utf8");
     assert.equal(recordCheck(file, { chapter, check: failed, marker, target, dir: "/other", now: new Date() }), undefined);
@@ -200,7 +200,7 @@ describe("verify 记下什么（recordCheck）", () => {
 
 test("verify 记下的指纹读回来还在（接续靠它判断目录变没变）；类型不对的可选字段只丢那一项", () => {
   const file = freshFile();
-  const marker = { chapter: "05", slug: "x", start: "s", kitRoot: "/k" };
+  const marker = {};
   recordCheck(file, { chapter: { id: "05" } as Chapter, check: { passed: true } as PracticeCheck, marker, target: "c".repeat(40), dir: "/p", now: new Date(), fingerprint: "f00d" });
   assert.equal(loadProgress(file).progress.verified["05"]?.fingerprint, "f00d");
   const raw = JSON.parse(readFileSync(file, "utf8")) as { verified: Record<string, Record<string, unknown>> };

@@ -3,7 +3,7 @@ import path from "node:path";
 
 import type { Chapter } from "./chapters.js";
 import { practiceStart, readCommittedFile, type CourseHistory } from "./history.js";
-import type { PracticeMarker } from "./practice.js";
+import type { ContinueOrigin } from "./continue.js";
 import { recordVerified, updateProgress, type LoadedProgress } from "./progress.js";
 import { firstDeviation, type Deviation, type TestFileChange } from "./deviation.js";
 import { labResults, patternsToIsolate, settledFailure, type EarlierResult, type LabResult } from "./labs.js";
@@ -204,7 +204,7 @@ function normalise(text: string): string {
  */
 export function recordCheck(
   file: string,
-  run: { chapter: Chapter; check: PracticeCheck; marker: PracticeMarker; target: string; dir: string; now: Date; fingerprint?: string },
+  run: { chapter: Chapter; check: PracticeCheck; marker: { origin?: ContinueOrigin }; target: string; dir: string; now: Date; fingerprint?: string },
 ): LoadedProgress | undefined {
   const { chapter, check, marker, target, dir, now, fingerprint } = run;
   if (!check.passed) return undefined;

@@ -37,7 +37,7 @@ import {
   type CompactionSettings,
   type CompactionSkipCode,
 } from "./compaction.js";
-import { convertToLlm, createCustomMessage, type BashExecutionMessage, type CustomMessage } from "./messages.js";
+import { convertToLlm, createCustomMessage, type BashExecutionMessage, type CustomMessage, type CustomMessageInput } from "./messages.js";
 import { assertStorable, type BranchSummaryEntry, type CompactionEntry, type CustomEntry } from "./session-entries.js";
 import { contextItems, unwritable, type SessionTree } from "./session-tree.js";
 import type { ExtensionRunner, LifecycleEvent } from "./extensions.js";
@@ -46,7 +46,7 @@ import { resourcePatch, resourceSections } from "./resources/sections.js";
 import { expandPromptTemplate, type PromptTemplate } from "./resources/skills.js";
 import type { CommandResult } from "./shell.js";
 import type { AgentTool } from "./tools.js";
-import { currentSystemMessage, userMessage, type AgentMessage, type Model, type SystemMessage, type TextContent } from "./types.js";
+import { currentSystemMessage, userMessage, type AgentMessage, type Model, type SystemMessage } from "./types.js";
 import type { Workspace } from "./workspace.js";
 
 // ── 类型 ────────────────────────────────────────────────────────
@@ -69,14 +69,6 @@ export interface AgentSessionOptions {
   resources?: Resources;
   /** 加载好的扩展（第 12 章）。 */
   extensions?: ExtensionRunner;
-}
-
-/** sendMessage 的参数：与 CustomMessage 相同，只是 role 和 timestamp 由会话来填。 */
-export interface CustomMessageInput<T = unknown> {
-  customType: string;
-  content: string | TextContent[];
-  display: boolean;
-  details?: T;
 }
 
 /** compact() 的结局：写下了哪个压缩条目，或者为什么没压缩（code 给界面去说话）。 */

@@ -310,16 +310,16 @@ export class Agent {
         messages: [...this.current.messages, ...incoming],
         tools: registry,
         signal: run.controller.signal,
-        ...(this.options.transformContext ? { transformContext: this.options.transformContext } : {}),
-        ...(this.options.convertToLlm ? { convertToLlm: this.options.convertToLlm } : {}),
+        transformContext: this.options.transformContext,
+        convertToLlm: this.options.convertToLlm,
     // #endregion
         // #region lab 12.4 扩展
-        ...(this.options.beforeToolCall ? { beforeToolCall: this.options.beforeToolCall } : {}),
-        ...(this.options.afterToolCall ? { afterToolCall: this.options.afterToolCall } : {}),
+        beforeToolCall: this.options.beforeToolCall,
+        afterToolCall: this.options.afterToolCall,
         onHookError: this.options.onHookError,
         // #endregion
     // #region lab 9.2
-        ...(this.options.maxSteps !== undefined ? { maxSteps: this.options.maxSteps } : {}),
+        maxSteps: this.options.maxSteps,
         now: this.now,
         onEvent: (event) => this.receive(run, event, incoming),
       });

@@ -17,7 +17,7 @@
 
 import { withTimeout } from "./agent.js";
 import { ABORTED, untilAborted } from "./agent-loop.js";
-import type { CustomMessageInput } from "./agent-session.js";
+import type { CustomMessageInput } from "./messages.js";
 import type {
   ContextEvent,
   ContextWithSystemEvent,

@@ -56,6 +56,9 @@ export interface CustomMessage<T = unknown> {
   timestamp: number;
 }
 
+/** sendMessage 的参数：就是一条 CustomMessage，只是 role 和 timestamp 由会话来填（形状只在这里写一次）。 */
+export type CustomMessageInput<T = unknown> = Omit<CustomMessage<T>, "role" | "timestamp">;
+
 /** 回到树上另一处时，被离开的那条分支的摘要。 */
 export interface BranchSummaryMessage {
   role: "branchSummary";

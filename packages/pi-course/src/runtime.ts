@@ -468,7 +468,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
       resources,
       extensions,
       now,
-      ...(options.compaction ? { compaction: options.compaction } : {}),
+      compaction: options.compaction,
     });
     // #endregion
     // #region lab 15.5 扩展

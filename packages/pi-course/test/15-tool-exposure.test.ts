@@ -18,7 +18,7 @@ import { s } from "../src/schema.js";
 import { ScriptedModel, type ScriptedTurn } from "../src/scripted-model.js";
 import { ToolActivation } from "../src/tool-activation.js";
 import { Workspace } from "../src/workspace.js";
-import { TOOL_SEARCH_NAME, toolSearchTool, type ToolSearchDetails } from "../src/tool-search.js";
+import { searchReport, TOOL_SEARCH_NAME, toolSearchTool, type ToolSearchDetails } from "../src/tool-search.js";
 import {
   defineTool,
   executeToolCall,
@@ -116,6 +116,8 @@ test("15.1 规范 JSON：对象的键按字典序，数组保持原顺序，值�
   assert.equal(canonicalJson([undefined, "x"]), '[null,"x"]');
   assert.notEqual(canonicalJson([1, 3]), canonicalJson([3, 1]), "数组的顺序是值的一部分");
   assert.equal(canonicalJson({ b: { y: 1, x: 2 }, a: 0 }), canonicalJson({ a: 0, b: { x: 2, y: 1 } }));
+  assert.equal(canonicalJson({ b: 1, é: 4, a: 3, B: 2 }), '{"B":2,"a":3,"b":1,"é":4}', "键按 UTF-16 码元排序（sort() 的默认顺序），不随语言环境变");
+  assert.equal(canonicalJson(undefined), "null", "整个值是 undefined 时写成 null：交回的总是一个字符串");
 });
 
 test("15.1 换了键序重新序列化的 schema 还是同一个工具：toolChange 不再声明它；说明真的变了才重新声明", () => {
@@ -157,18 +159,18 @@ test("15.2 声明集：direct、model-only 与已加载的 deferred 写进工具
 });
 
 test("15.2 可调用集按范围：模型能调 direct、model-only 与已声明的 deferred；脚本能调 direct、codemode 与任何 deferred；hidden 谁都不能", () => {
-  const cases: [AgentTool<any>, boolean, boolean][] = [
-    [countingTool("a").tool, true, true],
-    [countingTool("b", "model-only").tool, true, false],
-    [countingTool("c", "codemode").tool, false, true],
-    [countingTool("d", "hidden").tool, false, false],
-    [{ ...countingTool("e", "deferred").tool, deferred: fixedState(true, true) }, true, true],
-    [{ ...countingTool("f", "deferred").tool, deferred: fixedState(true, false) }, false, true],
-    [countingTool("g", "deferred").tool, false, true],
+  const cases: [AgentTool<any>, boolean, boolean, string][] = [
+    [countingTool("a").tool, true, true, "direct"],
+    [countingTool("b", "model-only").tool, true, false, "model-only"],
+    [countingTool("c", "codemode").tool, false, true, "codemode"],
+    [countingTool("d", "hidden").tool, false, false, "hidden"],
+    [{ ...countingTool("e", "deferred").tool, deferred: fixedState(true, true) }, true, true, "已加载、transcript 也已声明的 deferred"],
+    [{ ...countingTool("f", "deferred").tool, deferred: fixedState(true, false) }, false, true, "已加载、transcript 还没声明的 deferred"],
+    [countingTool("g", "deferred").tool, false, true, "没有加载状态的 deferred"],
   ];
-  for (const [tool, model, script] of cases) {
-    assert.equal(isCallable(tool, "model"), model, `${tool.name} 在 model 范围`);
-    assert.equal(isCallable(tool, "script"), script, `${tool.name} 在 script 范围`);
+  for (const [tool, model, script, label] of cases) {
+    assert.equal(isCallable(tool, "model"), model, `${label}（${tool.name}）在 model 范围`);
+    assert.equal(isCallable(tool, "script"), script, `${label}（${tool.name}）在 script 范围`);
   }
   assert.equal(isDeclared(cases[5]![0]), true, "加载了就声明，但模型眼前的请求里还没有它");
 });
@@ -205,6 +207,7 @@ test("15.2 范围之外的调用：配对的 isError 结果，英文写明下一
 test("15.3 切词：按 _、- 与 camelCase 切开，全部小写；名字、说明与参数名都进文档", () => {
   assert.deepEqual(splitWords("readFile read_file read-file"), ["read", "file", "read", "file", "read", "file"]);
   assert.deepEqual(splitWords("parseHTTPResponse v2Api"), ["parse", "http", "response", "v2", "api"]);
+  assert.deepEqual(splitWords("utf8Decode"), ["utf8", "decode"], "数字跟着前面的字母");
   assert.deepEqual(splitWords("  Hello, world!  "), ["hello", "world"]);
   const document = toolDocument({
     name: "shipping-trackParcel",
@@ -372,6 +375,9 @@ test("15.4 加载与上限：超过 maxLoaded 就卸载最久没用的；已加�
   assert.deepEqual(activation.load(["weather_get_forecast"]), { loaded: [], unloaded: [] });
   assert.deepEqual(activation.loadedNames, ["shipping-track-parcel", "weather_get_forecast"]);
   assert.throws(() => activation.load(["rm_rf"]), /rm_rf 不是登记过的 deferred 工具/);
+  // 一次加载的比上限多：先加载、又为守住上限卸下的名字只在 unloaded 里。
+  const tight = new ToolActivation(tools, { maxLoaded: 1 });
+  assert.deepEqual(tight.load(["weather_get_forecast", "currencyConvertRate"]), { loaded: ["currencyConvertRate"], unloaded: ["weather_get_forecast"] });
   assert.throws(() => new ToolActivation(tools, { maxLoaded: 0 }), /maxLoaded 必须是正整数/);
 });
 
@@ -420,6 +426,12 @@ test("15.5 tool_search：在 deferred 工具里按 BM25 检索并加载，英文
   assert.match(secondText, /^Loaded 1 tool\(s\): currencyConvertRate\./);
   assert.match(secondText, /Unloaded \(least recently used, to stay within the budget\): weather_get_forecast\./);
   assert.deepEqual(activation.loadedNames, ["currencyConvertRate"]);
+
+  assert.equal(
+    searchReport("parcel", [{ name: "shipping-track-parcel", score: 2 }, { name: "weather_get_forecast", score: 1 }], []),
+    "Loaded 2 tool(s): shipping-track-parcel, weather_get_forecast. They are declared from the next request on; call them then.",
+    "几个名字按排名先后用逗号加空格连起来",
+  );
 
   const none = await search.execute({ query: "quantum teleport" }, context);
   assert.equal(none.content[0]?.text, 'No deferred tool matches "quantum teleport". Try other words, or go on with the tools you have.');

@@ -147,7 +147,7 @@ async function runInside(task: EvalTask, root: string, options: RunEvalOptions):
       session: "new",
       // 上下文文件只找到工作区为止：临时目录上面（也许是某个项目）的 AGENTS.md 不该混进任务的请求。
       contextStopAt: workspace,
-      ...(task.compaction === undefined ? {} : { compaction: task.compaction }),
+      compaction: task.compaction,
     });
     sessionFile = runtime.sessionFile;
     try {

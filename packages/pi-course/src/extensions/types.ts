@@ -5,7 +5,8 @@
  * 处理器拿到的事件是快照：想改结果，交回一个值，而不是改事件本身。
  */
 
-import type { CustomMessageInput } from "../agent-session.js";
+import type { AfterToolCallResult, BeforeToolCallResult } from "../agent-loop.js";
+import type { CustomMessageInput } from "../messages.js";
 import type { AgentTool } from "../tools.js";
 import type { AgentMessage, AssistantMessage, TextContent, ToolResultMessage } from "../types.js";
 
@@ -58,16 +59,12 @@ export interface ContextWithSystemEvent {
   messages: AgentMessage[];
 }
 
-export interface ToolCallEventResult {
-  block?: boolean;
-  /** 拦下时成为那条工具结果的文字：模型读到它，才知道为什么没执行。 */
-  reason?: string;
-}
-export interface ToolResultEventResult {
-  content?: TextContent[];
-  details?: unknown;
-  isError?: boolean;
-}
+/**
+ * tool_call / tool_result 处理器交回的，就是第 07 章循环的两个钩子交回的（扩展正是接在那两个钩子上）：
+ * 拦下时 reason 成为那条工具结果的文字，模型读到它才知道为什么没执行；改写时交回的字段逐个替换。
+ */
+export type ToolCallEventResult = BeforeToolCallResult;
+export type ToolResultEventResult = AfterToolCallResult;
 export interface ContextEventResult {
   messages?: AgentMessage[];
 }
