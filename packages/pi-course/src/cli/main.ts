@@ -78,7 +78,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     ask: args.mode === "interactive" ? async (request) => (repl === undefined ? "no" : repl.askApproval(request)) : undefined,
     notify: args.mode === "interactive" ? (message) => void out.write(`${message}\n`) : onWarning,
   };
-  const base = { cwd: io.cwd, env: io.env, onWarning, approval, trust: { once: args.trust }, model: io.model, now: io.now, openStore: io.openStore };
+  const base = { cwd: io.cwd, env: io.env, onWarning, approval, trust: { once: args.trust }, codemode: true, model: io.model, now: io.now, openStore: io.openStore };
   try {
     runtime = await createRuntime({ ...base, session: args.session });
   } catch (error) {
