@@ -140,8 +140,12 @@ async function run(): Promise<WorkerOutcome> {
   );
   let finished: QuickJSHandle | undefined;
   try {
+    // 取消或截止时刻可能在 worker 刚起步时就到了：那时中断的是序言，结局照样是 aborted / timeout。
     const installed = vm.evalCode(prelude(), "prelude.js");
-    if (installed.error) return { ok: false, kind: "sandbox", message: errorText(vm, installed.error) };
+    if (installed.error) {
+      const message = errorText(vm, installed.error);
+      return stopReason(start.deadline, start.abort) ?? { ok: false, kind: "sandbox", message };
+    }
     installed.value.dispose();
     const started = vm.evalCode(runnerSource(start.code), "codemode.js");
     if (started.error) {
