@@ -13,7 +13,7 @@ import { runAgentLoop, type BeforeToolCall } from "../src/agent-loop.js";
 import { installBridge, prelude, replyJson, runnerSource, type BridgeHost } from "../src/codemode/bridge.js";
 import { CODEMODE_NAME, codemodeTool, MAX_RECORDED_CALLS, type CodemodeDetails } from "../src/codemode/codemode-tool.js";
 import { codemodeDescription, toolDeclaration, typeOfSchema } from "../src/codemode/declarations.js";
-import { quickJsModule, runSandboxed, type SandboxLimits } from "../src/codemode/sandbox.js";
+import { quickJsModule, runSandboxed, SANDBOX_GRACE_MS, type SandboxLimits } from "../src/codemode/sandbox.js";
 import { s } from "../src/schema.js";
 import { ScriptedModel, type ScriptedTurn } from "../src/scripted-model.js";
 import { defineTool, ToolRegistry, type AgentTool, type ToolExposure } from "../src/tools.js";
@@ -225,7 +225,7 @@ test("16.3 截止时刻：for(;;){} 与 while (true) await null 都以 timeout �
     const result = await runSandboxed(code, { limits: LIMITS });
     assert.equal(result.ok ? "ok" : result.kind, "timeout", code);
     assert.match(result.ok ? "" : result.message, /did not finish within 400 ms/);
-    assert.ok(Date.now() - started < LIMITS.timeoutMs + 600, `${code} 应当由 VM 自己在截止时刻停下`);
+    assert.ok(Date.now() - started < LIMITS.timeoutMs + SANDBOX_GRACE_MS, `${code} 应当由 VM 自己在截止时刻停下，而不是等宿主的后备`);
   }
 });
 
@@ -248,7 +248,8 @@ test("16.3 截止时刻把等工具的时间也算进去：工具还没回来就
 });
 
 test("16.3 内存上限：失控的分配以 out of memory 结束，下一次运行照常", { timeout: 5_000 }, async () => {
-  const result = await runSandboxed(`const rows = []; for (let i = 0; i < 2e6; i++) rows.push({ i, label: "row " + i }); return rows.length`, { limits: LIMITS });
+  // 截止时刻放宽：机器忙的时候，4 MB 也要分配一阵子，这里要看的是内存先到上限。
+  const result = await runSandboxed(`const rows = []; for (let i = 0; i < 2e6; i++) rows.push({ i, label: "row " + i }); return rows.length`, { limits: { ...LIMITS, timeoutMs: 3_000 } });
   assert.equal(result.ok ? "ok" : result.kind, "script");
   assert.match(result.ok ? "" : result.message, /out of memory/);
   assert.deepEqual(await runSandboxed(`return "still here"`, { limits: LIMITS }), { ok: true, value: '"still here"', logs: [] });
@@ -283,7 +284,7 @@ test("16.3 worker 崩溃、不再回话都报 sandbox；调用方取消报 abort
   const hung = await runSandboxed("return 1", { limits: { ...LIMITS, timeoutMs: 100 }, workerUrl: pathToFileURL(silent) });
   assert.equal(hung.ok ? "ok" : hung.kind, "sandbox");
   assert.match(hung.ok ? "" : hung.message, /stopped answering 1000 ms after its deadline/);
-  assert.ok(Date.now() - started0 < 100 + 1_000 + 500, "不回话的 worker 在截止时刻加宽限之后被 terminate");
+  assert.ok(Date.now() - started0 < 100 + SANDBOX_GRACE_MS + 1_000, "不回话的 worker 在截止时刻加宽限之后被 terminate");
 
   const controller = new AbortController();
   setTimeout(() => controller.abort(), 50);
