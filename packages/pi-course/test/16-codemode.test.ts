@@ -26,7 +26,10 @@ import { currentTools, text, textOf, type AgentMessage, type ToolCall, type Tool
 // ── 场景：几个小工具、一个脚本模型、很小的限制 ───────────────────
 
 const clock = { now: () => 1_000 };
-const LIMITS: SandboxLimits = { timeoutMs: 400, memoryBytes: 4 * 1024 * 1024, stackBytes: 256 * 1024 };
+// 截止时刻从宿主开始运行算起，连 worker 的启动也算在里面：两核的机器很忙时，启动一个 worker 就可能要几百毫秒。
+// 所以只有要等到超时的那几项用 400 ms（SHORT），别的都留足 3 秒，它们本来也远用不到。
+const LIMITS: SandboxLimits = { timeoutMs: 3_000, memoryBytes: 4 * 1024 * 1024, stackBytes: 256 * 1024 };
+const SHORT: SandboxLimits = { ...LIMITS, timeoutMs: 400 };
 
 function call(id: string, name: string, args: unknown): ToolCall {
   return { type: "toolCall", id, name, arguments: args };
@@ -222,17 +225,17 @@ test("16.3 够不着宿主：fetch 不存在", { timeout: 5_000 }, async () => {
 test("16.3 截止时刻：for(;;){} 与 while (true) await null 都以 timeout 结束，不用宿主杀线程", { timeout: 5_000 }, async () => {
   for (const code of ["for (;;) {}", "while (true) await null"]) {
     const started = Date.now();
-    const result = await runSandboxed(code, { limits: LIMITS });
+    const result = await runSandboxed(code, { limits: SHORT });
     assert.equal(result.ok ? "ok" : result.kind, "timeout", code);
     assert.match(result.ok ? "" : result.message, /did not finish within 400 ms/);
-    assert.ok(Date.now() - started < LIMITS.timeoutMs + SANDBOX_GRACE_MS, `${code} 应当由 VM 自己在截止时刻停下，而不是等宿主的后备`);
+    assert.ok(Date.now() - started < SHORT.timeoutMs + SANDBOX_GRACE_MS, `${code} 应当由 VM 自己在截止时刻停下，而不是等宿主的后备`);
   }
 });
 
 test("16.3 截止时刻把等工具的时间也算进去：工具还没回来就 timeout，它的 signal 被触发", { timeout: 5_000 }, async () => {
   let cancelled = false;
   const result = await runSandboxed(`return await tools.slow({})`, {
-    limits: LIMITS,
+    limits: SHORT,
     callTool: (_name, _args, signal) =>
       new Promise((resolve) => {
         const timer = setTimeout(() => resolve(replyJson({ ok: true, value: "late" })), 3_000);
@@ -248,8 +251,7 @@ test("16.3 截止时刻把等工具的时间也算进去：工具还没回来就
 });
 
 test("16.3 内存上限：失控的分配以 out of memory 结束，下一次运行照常", { timeout: 5_000 }, async () => {
-  // 截止时刻放宽：机器忙的时候，4 MB 也要分配一阵子，这里要看的是内存先到上限。
-  const result = await runSandboxed(`const rows = []; for (let i = 0; i < 2e6; i++) rows.push({ i, label: "row " + i }); return rows.length`, { limits: { ...LIMITS, timeoutMs: 3_000 } });
+  const result = await runSandboxed(`const rows = []; for (let i = 0; i < 2e6; i++) rows.push({ i, label: "row " + i }); return rows.length`, { limits: LIMITS });
   assert.equal(result.ok ? "ok" : result.kind, "script");
   assert.match(result.ok ? "" : result.message, /out of memory/);
   assert.deepEqual(await runSandboxed(`return "still here"`, { limits: LIMITS }), { ok: true, value: '"still here"', logs: [] });
@@ -288,14 +290,14 @@ test("16.3 worker 崩溃、不再回话都报 sandbox；调用方取消报 abort
 
   const controller = new AbortController();
   setTimeout(() => controller.abort(), 50);
-  const aborted = await runSandboxed("for (;;) {}", { limits: { ...LIMITS, timeoutMs: 3_000 }, signal: controller.signal });
+  const aborted = await runSandboxed("for (;;) {}", { limits: LIMITS, signal: controller.signal });
   assert.equal(aborted.ok ? "ok" : aborted.kind, "aborted");
 
   const started = Date.now();
-  const stuck = await runSandboxed("await new Promise(() => {})", { limits: { ...LIMITS, timeoutMs: 3_000 } });
+  const stuck = await runSandboxed("await new Promise(() => {})", { limits: LIMITS });
   assert.equal(stuck.ok ? "ok" : stuck.kind, "script");
   assert.match(stuck.ok ? "" : stuck.message, /nothing will ever settle/);
-  assert.ok(Date.now() - started < 1_500);
+  assert.ok(Date.now() - started < LIMITS.timeoutMs - 500, "不白等到截止时刻");
 });
 
 // ── 16.4 codemode 工具 ──────────────────────────────────────────
@@ -379,19 +381,19 @@ test("16.4 每种失败都是配对的 isError 结果，details 写着种类；�
   assert.equal(textOf(thrown.result), "Script failed (script): TypeError: bad input\nConsole:\n[warn] about to fail");
   assert.equal(thrown.details.outcome, "script");
 
-  const slow = await runScript(`for (;;) {}`, []);
+  const slow = await runScript(`for (;;) {}`, [], { limits: SHORT });
   assert.equal(slow.details.outcome, "timeout");
   assert.match(textOf(slow.result), /^Script failed \(timeout\): The script did not finish within 400 ms/);
 
   const all: AgentTool<any>[] = [];
-  all.push(codemodeTool({ tools: () => all, limits: { ...LIMITS, timeoutMs: 3_000 } }));
+  all.push(codemodeTool({ tools: () => all, limits: LIMITS }));
   const controller = new AbortController();
   const model = new ScriptedModel([script("c9", "await sleep(2000); return 1"), say("never")], clock);
   setTimeout(() => controller.abort(), 100);
   const started = Date.now();
   const run = await runAgentLoop({ model, messages: [], tools: new ToolRegistry(all), signal: controller.signal, ...clock });
   assert.equal(run.reason, "aborted");
-  assert.ok(Date.now() - started < 1_500, "取消之后脚本马上停下");
+  assert.ok(Date.now() - started < 1_900, "取消之后脚本马上停下，不等 sleep(2000) 到点");
   const [aborted] = results(run.messages);
   assert.equal(aborted?.isError, true);
   assert.equal((aborted?.details as CodemodeDetails).outcome, "aborted");
