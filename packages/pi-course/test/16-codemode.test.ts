@@ -11,7 +11,7 @@ import { newQuickJSWASMModuleFromVariant } from "quickjs-emscripten-core";
 import { Agent } from "../src/agent.js";
 import { runAgentLoop, type BeforeToolCall } from "../src/agent-loop.js";
 import { installBridge, prelude, replyJson, runnerSource, type BridgeHost } from "../src/codemode/bridge.js";
-import { CODEMODE_NAME, codemodeTool, MAX_RECORDED_CALLS, type CodemodeDetails } from "../src/codemode/codemode-tool.js";
+import { capOutput, CODEMODE_NAME, codemodeTool, MAX_RECORDED_CALLS, type CodemodeDetails } from "../src/codemode/codemode-tool.js";
 import { codemodeDescription, toolDeclaration, typeOfSchema } from "../src/codemode/declarations.js";
 import { quickJsModule, runSandboxed, SANDBOX_GRACE_MS, type SandboxLimits } from "../src/codemode/sandbox.js";
 import { s } from "../src/schema.js";
@@ -233,12 +233,15 @@ test("16.3 截止时刻：for(;;){} 与 while (true) await null 都以 timeout �
 });
 
 test("16.3 截止时刻把等工具的时间也算进去：工具还没回来就 timeout，它的 signal 被触发", { timeout: 5_000 }, async () => {
+  let called = false;
   let cancelled = false;
+  // 截止时刻 1.5 秒：机器再忙，脚本也来得及发出这次调用；工具要 10 秒，截止时刻一定先到。
   const result = await runSandboxed(`return await tools.slow({})`, {
-    limits: SHORT,
+    limits: { ...LIMITS, timeoutMs: 1_500 },
     callTool: (_name, _args, signal) =>
       new Promise((resolve) => {
-        const timer = setTimeout(() => resolve(replyJson({ ok: true, value: "late" })), 3_000);
+        called = true;
+        const timer = setTimeout(() => resolve(replyJson({ ok: true, value: "late" })), 10_000);
         signal.addEventListener("abort", () => {
           cancelled = true;
           clearTimeout(timer);
@@ -246,6 +249,7 @@ test("16.3 截止时刻把等工具的时间也算进去：工具还没回来就
         });
       }),
   });
+  assert.equal(called, true, "脚本发出了这次工具调用");
   assert.equal(result.ok ? "ok" : result.kind, "timeout");
   assert.equal(cancelled, true, "还没回来的工具调用经 signal 取消");
 });
@@ -371,6 +375,8 @@ test("16.4 输出有上限：交给模型（也写进会话）的文字截断并
   assert.equal(details.truncatedChars, Number(marker[1]));
   assert.ok(details.truncatedChars > 600);
   assert.equal(details.calls.length, MAX_RECORDED_CALLS);
+  assert.deepEqual(capOutput("x".repeat(10), 10), { text: "x".repeat(10), cut: 0 }, "恰好等于上限不截");
+  assert.deepEqual(capOutput("x".repeat(11), 10), { text: `${"x".repeat(10)}\n[… 1 more characters truncated]`, cut: 1 });
   assert.equal(details.callCount, 25);
 });
 
@@ -457,7 +463,8 @@ test("16.4 eval 的 script-two-tools 在真正的 runtime 上通过；scriptCall
   assert.ok(task, "eval 里有 script-two-tools 这个任务");
   const report = await runEvalTask(task);
   assert.ok(report.ok, formatEvalTable([report]));
-  const wrong = await runEvalTask({ ...task, id: "script-wrong", turns: [script("x1", 'return await tools.read({ path: "package.json" })'), say("orbit 1.4.0")] });
+  const twice = 'await tools.read({ path: "package.json" }); return await tools.read({ path: "CHANGELOG.md" })';
+  const wrong = await runEvalTask({ ...task, id: "script-wrong", turns: [script("x1", twice), say("orbit 1.4.0")] });
   const failed = wrong.checks.filter((check) => !check.ok).map((check) => check.reason);
-  assert.deepEqual(failed, ["脚本调用的是 read，应当是 read、bash"]);
+  assert.deepEqual(failed, ["脚本调用的是 read、read，应当是 read、bash"]);
 });
