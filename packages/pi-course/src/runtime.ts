@@ -448,10 +448,12 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     // #region lab 15.5 扩展
     const exposed = runtimeTools(workspace);
     // #endregion
+    // #region lab 16.4 扩展
     // 第 16 章：codemode 的脚本能调用会话里 script 范围能调用的工具（四个编码工具与 deferred 的 ls）。
     if (options.codemode !== undefined && options.codemode !== false) {
       exposed.tools.push(codemodeTool({ tools: () => exposed.tools, limits: options.codemode === true ? undefined : options.codemode }));
     }
+    // #endregion
     // #region lab 13.2
     const resources = await loadResources({ cwd, stopAt: options.contextStopAt });
     for (const diagnostic of resources.diagnostics) warn(`资源 ${diagnostic.path}：${diagnostic.message}`);

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { PassThrough } from "node:stream";
 import { pathToFileURL } from "node:url";
 import test, { type TestContext } from "node:test";
 
@@ -10,6 +11,7 @@ import { newQuickJSWASMModuleFromVariant } from "quickjs-emscripten-core";
 
 import { Agent } from "../src/agent.js";
 import { runAgentLoop, type BeforeToolCall } from "../src/agent-loop.js";
+import { main } from "../src/cli/main.js";
 import { installBridge, prelude, replyJson, runnerSource, type BridgeHost } from "../src/codemode/bridge.js";
 import { capOutput, CODEMODE_NAME, codemodeTool, MAX_RECORDED_CALLS, type CodemodeDetails } from "../src/codemode/codemode-tool.js";
 import { codemodeDescription, toolDeclaration, typeOfSchema } from "../src/codemode/declarations.js";
@@ -450,6 +452,14 @@ test("16.4 离线的 tiny-pi 用 codemode：提示说“用脚本”，它交一
   assert.deepEqual(details.calls.map((nested) => [nested.name, nested.isError]), [["read", false], ["ls", false]]);
   const answer = runtime.session.messages.at(-1);
   assert.equal(answer?.role === "assistant" ? textOf(answer) : "", '脚本交回：{"title":"星图","entries":["README.md","src/"]}');
+
+  // tiny-pi 命令总是打开 codemode：-p 打印的就是离线模型的那句回答。
+  const stdout = new PassThrough();
+  const printed: Buffer[] = [];
+  stdout.on("data", (chunk: Buffer) => printed.push(chunk));
+  const code = await main(["-p", "用脚本看看这个项目"], { stdin: new PassThrough(), stdout, stderr: new PassThrough(), env: { PI_COURSE_AGENT_DIR: agentDir }, cwd });
+  assert.equal(code, 0);
+  assert.equal(Buffer.concat(printed).toString("utf8"), '脚本交回：{"title":"星图","entries":["README.md","src/"]}\n');
 
   const without = await createRuntime({ cwd, agentDir, env: {}, ...clock });
   await without.session.prompt("用脚本看看这个项目");
