@@ -444,6 +444,7 @@ async function project(t: TestContext) {
 test("16.4 离线的 tiny-pi 用 codemode：提示说“用脚本”，它交一段调用 read 与 ls 的脚本（ls 没有声明也能调），再说出脚本交回的 JSON", { timeout: 8_000 }, async (t) => {
   const { cwd, agentDir } = await project(t);
   const runtime = await createRuntime({ cwd, agentDir, env: {}, codemode: true, ...clock });
+  assert.ok(runtime.session.agent.tools.some((tool) => tool.name === CODEMODE_NAME), "createRuntime 给了 codemode 选项就有 codemode 工具");
   await runtime.session.prompt("用脚本看看这个项目");
   await runtime.dispose();
   const ran = results(runtime.session.messages);
