@@ -26,7 +26,6 @@ import { AgentSession, type PromptReport } from "./agent-session.js";
 import type { PromptInput } from "./agent.js";
 import { approvalGate, parseAllowRule, PermissionStore, type ApprovalGateOptions } from "./approval-gate.js";
 import { codemodeTool } from "./codemode/codemode-tool.js";
-import type { SandboxLimits } from "./codemode/sandbox.js";
 import { codingTools } from "./coding-tools.js";
 import type { CompactionSettings } from "./compaction.js";
 import { loadExtensions } from "./extension-loader.js";
@@ -76,10 +75,10 @@ export interface RuntimeOptions {
    */
   trust?: { once?: boolean };
   /**
-   * 第 16 章：交给会话一个 codemode 工具（true，或者给出沙箱的限制）。省略就不给（同 approval，由调用方决定）；
+   * 第 16 章：true 时交给会话一个 codemode 工具（沙箱用默认的限制）。省略就不给（同 approval，由调用方决定）；
    * tiny-pi 命令与 eval 总是给它。
    */
-  codemode?: boolean | Partial<SandboxLimits>;
+  codemode?: boolean;
 }
 
 /** 这个项目的信任状况：有哪些项目扩展、加载了没有、怎样记下决定。 */
@@ -450,9 +449,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     // #endregion
     // #region lab 16.4 扩展
     // 第 16 章：codemode 的脚本能调用会话里 script 范围能调用的工具（四个编码工具与 deferred 的 ls）。
-    if (options.codemode !== undefined && options.codemode !== false) {
-      exposed.tools.push(codemodeTool({ tools: () => exposed.tools, limits: options.codemode === true ? undefined : options.codemode }));
-    }
+    if (options.codemode === true) exposed.tools.push(codemodeTool({ tools: () => exposed.tools }));
     // #endregion
     // #region lab 13.2
     const resources = await loadResources({ cwd, stopAt: options.contextStopAt });

@@ -18,12 +18,14 @@ import { codemodeDescription, toolDeclaration, typeOfSchema } from "../src/codem
 import { quickJsModule, runSandboxed, SANDBOX_GRACE_MS, type SandboxLimits } from "../src/codemode/sandbox.js";
 import { s } from "../src/schema.js";
 import { ScriptedModel, type ScriptedTurn } from "../src/scripted-model.js";
-import { defineTool, ToolRegistry, type AgentTool, type ToolExposure } from "../src/tools.js";
+import { defineTool, executeToolCall, ToolRegistry, type AgentTool, type ToolExposure } from "../src/tools.js";
 import { formatEvalTable } from "../src/eval/report.js";
 import { runEvalTask } from "../src/eval/run.js";
+import { scriptCalled } from "../src/eval/checks.js";
 import { VISIBLE_TASKS } from "../src/eval/tasks.js";
+import { decideScript } from "../src/offline-model.js";
 import { createRuntime } from "../src/runtime.js";
-import { currentTools, text, textOf, type AgentMessage, type ToolCall, type ToolResultMessage } from "../src/types.js";
+import { currentTools, text, textOf, userMessage, type AgentMessage, type ToolCall, type ToolDefinition, type ToolResultMessage } from "../src/types.js";
 
 // ── 场景：几个小工具、一个脚本模型、很小的限制 ───────────────────
 
@@ -163,6 +165,10 @@ test("16.2 桥只过字符串：tools.<name>(args) 把参数写成 JSON 交给�
     (name, argsJson) => (name === "broken" ? replyJson({ ok: false, error: "no such city" }) : replyJson({ ok: true, value: `${name} got ${argsJson}` })),
   );
   assert.deepEqual(seen.calls, [["weather", '{"city":"Berlin"}'], ["broken", "{}"], ["shipping-track", "{}"]]);
+  const thrown = await inVm(`try { await tools.explode({}); } catch (error) { return error.message; }`, () => {
+    throw new Error("host side failed");
+  });
+  assert.deepEqual(thrown.outcome, { ok: true, value: '"host side failed"' }, "宿主这边失败了，脚本里也只是那一个调用 reject");
   assert.equal(outcome.ok, true);
   assert.deepEqual(JSON.parse(outcome.value!), { a: 'weather got {"city":"Berlin"}', b: "no such city", c: "shipping-track got {}" });
   assert.equal(inFlight, 0);
@@ -192,6 +198,15 @@ test("16.3 脚本在 worker 里的 QuickJS 中运行：return 的值写成 JSON 
   assert.equal(await quickJsModule(), await quickJsModule(), "每次运行共用同一个编译好的模块");
   const second = await runSandboxed(`return typeof globalThis.sum`, { limits: LIMITS });
   assert.deepEqual(second, { ok: true, value: '"undefined"', logs: [] }, "每次运行都是一个新的 VM");
+  const noTools = await runSandboxed(`try { await tools.read({}); } catch (error) { return error.message; }`, { limits: LIMITS });
+  assert.deepEqual(noTools, { ok: true, value: '"No tools are available here."', logs: [] });
+  const failing = await runSandboxed(`try { await tools.read({}); } catch (error) { return error.message; }`, {
+    limits: LIMITS,
+    callTool: async () => {
+      throw new Error("tool host broke");
+    },
+  });
+  assert.deepEqual(failing, { ok: true, value: '"tool host broke"', logs: [] });
   const chatty = await runSandboxed(`for (let i = 0; i < 205; i++) console.log(i); return 0`, { limits: LIMITS, maxLogLines: 200 });
   assert.equal(chatty.logs.length, 201, "console 最多留 200 行，多出的只计数");
   assert.deepEqual(chatty.logs.at(-1), { level: "warn", line: "[5 more console lines dropped]" });
@@ -222,6 +237,20 @@ test("16.3 够不着宿主：顺着 globalThis.constructor.constructor 爬到的
 test("16.3 够不着宿主：fetch 不存在", { timeout: 5_000 }, async () => {
   const result = await runSandboxed(`return [typeof fetch, typeof XMLHttpRequest, typeof WebSocket].join()`, { limits: LIMITS });
   assert.deepEqual(result, { ok: true, value: '"undefined,undefined,undefined"', logs: [] });
+});
+
+test("16.3 node:vm 不是边界：同一段逃逸交给 node-vm-worker 就拿到宿主的 process；它的 timeout 只停得下同步的死循环", { timeout: 5_000 }, async () => {
+  const nodeVm = new URL("../src/codemode/node-vm-worker.js", import.meta.url);
+  const escaped = await runSandboxed(`return typeof globalThis.constructor.constructor("return process")()`, { limits: LIMITS, workerUrl: nodeVm });
+  assert.deepEqual(escaped, { ok: true, value: '"object"', logs: [] }, "node:vm 里顺着 constructor 爬到了宿主的 Function");
+  const called = await runSandboxed(`return await tools.echo({ a: 1 })`, { limits: LIMITS, workerUrl: nodeVm, callTool: async (name, argsJson) => replyJson({ ok: true, value: `${name} ${argsJson}` }) });
+  assert.deepEqual(called, { ok: true, value: '"echo {\\"a\\":1}"', logs: [] });
+  const spun = await runSandboxed("for (;;) {}", { limits: SHORT, workerUrl: nodeVm });
+  assert.equal(spun.ok ? "ok" : spun.kind, "timeout");
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(), 100);
+  const waited = await runSandboxed("await sleep(2000); return 1", { limits: LIMITS, workerUrl: nodeVm, signal: controller.signal });
+  assert.equal(waited.ok ? "ok" : waited.kind, "aborted");
 });
 
 test("16.3 截止时刻：for(;;){} 与 while (true) await null 都以 timeout 结束，不用宿主杀线程", { timeout: 5_000 }, async () => {
@@ -285,6 +314,11 @@ test("16.3 worker 崩溃、不再回话都报 sandbox；调用方取消报 abort
   const crashed = await runSandboxed("return 1", { limits: LIMITS, workerUrl: pathToFileURL(crashing) });
   assert.equal(crashed.ok ? "ok" : crashed.kind, "sandbox");
   assert.match(crashed.ok ? "" : crashed.message, /exited \(code 7\)/);
+  const throwing = path.join(dir, "throw.mjs");
+  await writeFile(throwing, 'throw new Error("boom");\n');
+  const thrownCrash = await runSandboxed("return 1", { limits: LIMITS, workerUrl: pathToFileURL(throwing) });
+  assert.equal(thrownCrash.ok ? "ok" : thrownCrash.kind, "sandbox");
+  assert.match(thrownCrash.ok ? "" : thrownCrash.message, /The sandbox worker crashed: boom/);
 
   const silent = path.join(dir, "silent.mjs");
   await writeFile(silent, "setInterval(() => {}, 1000);\n");
@@ -390,6 +424,7 @@ test("16.4 每种失败都是配对的 isError 结果，details 写着种类；�
   assert.equal(thrown.details.outcome, "script");
 
   const slow = await runScript(`for (;;) {}`, [], { limits: SHORT });
+  assert.equal(slow.result.isError, true);
   assert.equal(slow.details.outcome, "timeout");
   assert.match(textOf(slow.result), /^Script failed \(timeout\): The script did not finish within 400 ms/);
 
@@ -405,6 +440,15 @@ test("16.4 每种失败都是配对的 isError 结果，details 写着种类；�
   const [aborted] = results(run.messages);
   assert.equal(aborted?.isError, true);
   assert.equal((aborted?.details as CodemodeDetails).outcome, "aborted");
+});
+
+test("16.4 没有循环给的 callTool（直接 executeToolCall）：脚本里的调用得到一句说明，只让那一个调用 reject", { timeout: 5_000 }, async () => {
+  const weather = cityTool("weather");
+  const tool = codemodeTool({ tools: () => [weather.tool], limits: LIMITS });
+  const result = await executeToolCall(new ToolRegistry([tool]), call("d1", CODEMODE_NAME, { code: `try { await tools.weather({ city: "Oslo" }); } catch (error) { return error.message; }` }), { signal: new AbortController().signal, ...clock });
+  assert.equal(result.isError, false, textOf(result));
+  assert.equal(textOf(result), 'Result: "This host cannot run tool calls from a script."');
+  assert.deepEqual(weather.runs, []);
 });
 
 test("16.4 说明列出脚本能调用的工具：model-only、hidden 与 codemode 自己不在；工具集变了，下一次 prompt 重新声明 codemode", { timeout: 5_000 }, async () => {
@@ -462,6 +506,14 @@ test("16.4 离线的 tiny-pi 用 codemode：提示说“用脚本”，它交一
   assert.equal(code, 0);
   assert.equal(Buffer.concat(printed).toString("utf8"), '脚本交回：{"title":"星图","entries":["README.md","src/"]}\n');
 
+  const codemodeDef: ToolDefinition = { name: CODEMODE_NAME, description: "", parameters: { type: "object" } };
+  const asked = userMessage("用脚本数一数", 1);
+  const toolResult = (toolName: string, body: string, isError: boolean): ToolResultMessage => ({ role: "toolResult", toolCallId: "x", toolName, content: [text(body)], isError, timestamp: 2 });
+  assert.equal(decideScript([userMessage("请读取 README", 1)], [codemodeDef]), undefined, "没说“用脚本”就交给后面的规则");
+  assert.equal(decideScript([asked, toolResult("read", "别的结果", false)], [codemodeDef])?.kind, "call", "别的工具的结果不算脚本跑过");
+  assert.deepEqual(decideScript([asked, toolResult(CODEMODE_NAME, "Result: 3", false)], [codemodeDef]), { kind: "answer", text: "脚本交回：3" });
+  assert.deepEqual(decideScript([asked, toolResult(CODEMODE_NAME, "Script failed (timeout): late", true)], [codemodeDef]), { kind: "answer", text: "脚本没有跑通：Script failed (timeout): late" });
+
   const without = await createRuntime({ cwd, agentDir, env: {}, ...clock });
   await without.session.prompt("用脚本看看这个项目");
   await without.dispose();
@@ -478,4 +530,14 @@ test("16.4 eval 的 script-two-tools 在真正的 runtime 上通过；scriptCall
   const wrong = await runEvalTask({ ...task, id: "script-wrong", turns: [script("x1", twice), say("orbit 1.4.0")] });
   const failed = wrong.checks.filter((check) => !check.ok).map((check) => check.reason);
   assert.deepEqual(failed, ["脚本调用的是 read、read，应当是 read、bash"]);
+
+  // 只数 codemode 的结果：会话里别的工具结果不算；codemode 的结果多了一条也要报出来。
+  const check = scriptCalled("read");
+  const entry = (message: ToolResultMessage) => ({ type: "message", message }) as never;
+  const codemodeResult = (calls: { name: string; isError?: boolean }[]): ToolResultMessage => ({ role: "toolResult", toolCallId: "c", toolName: CODEMODE_NAME, content: [text("Result: 1")], isError: false, details: { calls }, timestamp: 1 });
+  const other: ToolResultMessage = { role: "toolResult", toolCallId: "r", toolName: "read", content: [text("x")], isError: false, timestamp: 1 };
+  const judge = async (entries: never[]) => check.run({ workspace: "", entries, requests: [], events: [], finalAnswer: "" });
+  assert.deepEqual(await judge([entry(other), entry(codemodeResult([{ name: "read", isError: false }]))]), { ok: true, reason: "脚本调用了 read，都成功了" });
+  assert.deepEqual(await judge([entry(codemodeResult([{ name: "read", isError: false }])), entry(codemodeResult([{ name: "read", isError: false }]))]), { ok: false, reason: "会话里 codemode 的结果有 2 条，应当是 1 条" });
+  assert.deepEqual(await judge([entry(codemodeResult([{ name: "read" }]))]), { ok: false, reason: "脚本里有工具调用出错或没有回来" });
 });

@@ -102,24 +102,17 @@ export function installBridge(vm: QuickJSContext, host: BridgeHost, wake: () => 
   const pending = new Set<QuickJSDeferredPromise>();
   const settle = (deferred: QuickJSDeferredPromise, work: Promise<string | undefined>) => {
     pending.add(deferred);
-    void work.then(
-      (value) => {
-        if (!pending.delete(deferred)) return;
-        const handle = value === undefined ? vm.undefined : vm.newString(value);
-        deferred.resolve(handle);
-        handle.dispose();
-        deferred.dispose();
-        wake();
-      },
-      (error: unknown) => {
-        if (!pending.delete(deferred)) return;
-        const handle = vm.newString(replyJson({ ok: false, error: error instanceof Error ? error.message : String(error) }));
-        deferred.resolve(handle);
-        handle.dispose();
-        deferred.dispose();
-        wake();
-      },
-    );
+    // 宿主这边失败了也只交回一个字符串：VM 里的序言据此 reject，宿主的 Error 对象不进 VM。
+    const answered = work.catch((error: unknown) => replyJson({ ok: false, error: error instanceof Error ? error.message : String(error) }));
+    void answered.then((value) => {
+      // 运行已经收尾（dispose 过了）的，不再碰 VM。
+      if (!pending.delete(deferred)) return;
+      const handle = value === undefined ? vm.undefined : vm.newString(value);
+      deferred.resolve(handle);
+      handle.dispose();
+      deferred.dispose();
+      wake();
+    });
     return deferred.handle;
   };
   const functions: [string, (...args: QuickJSHandle[]) => QuickJSHandle | undefined][] = [

@@ -92,8 +92,7 @@ async function pump(vm: QuickJSContext, runtime: QuickJSRuntime, bridge: Bridge,
       state.value.dispose();
       return reply.ok ? { ok: true, value: reply.value } : { ok: false, kind: "script", message: reply.error };
     }
-    if (state.type === "rejected") return { ok: false, kind: "script", message: errorText(vm, state.error) };
-    if (runtime.hasPendingJob()) continue;
+    // __piFinish 的两个分支都交回字符串，finished 从不 reject；executePendingJobs 跑完了所有待办的任务。
     if (bridge.inFlight === 0) {
       return { ok: false, kind: "script", message: "The script is waiting for a promise that nothing will ever settle." };
     }
