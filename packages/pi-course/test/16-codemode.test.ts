@@ -245,6 +245,10 @@ test("16.3 node:vm 不是边界：同一段逃逸交给 node-vm-worker 就拿到
   assert.deepEqual(escaped, { ok: true, value: '"object"', logs: [] }, "node:vm 里顺着 constructor 爬到了宿主的 Function");
   const called = await runSandboxed(`return await tools.echo({ a: 1 })`, { limits: LIMITS, workerUrl: nodeVm, callTool: async (name, argsJson) => replyJson({ ok: true, value: `${name} ${argsJson}` }) });
   assert.deepEqual(called, { ok: true, value: '"echo {\\"a\\":1}"', logs: [] });
+  const thrown = await runSandboxed(`throw new Error("x")`, { limits: LIMITS, workerUrl: nodeVm });
+  assert.equal(thrown.ok ? "ok" : thrown.kind, "script");
+  const unparsable = await runSandboxed("return (", { limits: LIMITS, workerUrl: nodeVm });
+  assert.equal(unparsable.ok ? "ok" : unparsable.kind, "script");
   const spun = await runSandboxed("for (;;) {}", { limits: SHORT, workerUrl: nodeVm });
   assert.equal(spun.ok ? "ok" : spun.kind, "timeout");
   const controller = new AbortController();
