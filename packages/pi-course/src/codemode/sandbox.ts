@@ -91,6 +91,15 @@ export function quickJsModule(): Promise<CompiledWasm> {
 export const QUICKJS_WORKER = new URL("./quickjs-worker.js", import.meta.url);
 
 /**
+ * 直接从 .ts 源码运行时（npm run eval 经 tsx 读源码，不先 build），旁边没有 .js 的 worker，worker 线程里也没有 tsx：
+ * 用 build 出来的那一份（packages/pi-course/dist/src/codemode/）。编译好的 JS 照常用旁边的 .js。
+ */
+function workerEntry(url: URL): URL {
+  if (!import.meta.url.endsWith(".ts") || !url.href.includes("/src/codemode/")) return url;
+  return new URL(url.href.replace("/src/codemode/", "/dist/src/codemode/"));
+}
+
+/**
  * 在新的 worker 里运行一段脚本，交回它的结局与 console 的输出。
  * 工具调用在宿主这边执行；这次运行一结束（不论结局），还没回来的工具调用经 signal 取消。
  */
@@ -115,7 +124,7 @@ export async function runSandboxed(code: string, options: SandboxOptions = {}): 
   const abort = new Int32Array(new SharedArrayBuffer(4));
   const start: WorkerStart = { wasm, code, deadline, ...limits, abort };
   const running = new AbortController();
-  const worker = new Worker(options.workerUrl ?? QUICKJS_WORKER, { workerData: start });
+  const worker = new Worker(workerEntry(options.workerUrl ?? QUICKJS_WORKER), { workerData: start });
   const outcome = await new Promise<WorkerOutcome>((resolve) => {
     let settled = false;
     const settle = (outcome: WorkerOutcome) => {
