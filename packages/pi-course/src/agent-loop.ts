@@ -373,6 +373,9 @@ async function executeWithHooks(
   options: AgentLoopOptions,
   execute: ExecuteOptions,
 ): Promise<ToolResultMessage> {
+  // 第 16 章：工具里再调用的工具（codemode 的脚本）走同一条路：同样的钩子、同样的参数检查，范围换成 script。
+  const clock = execute.now;
+  execute = { ...execute, callTool: (nested, signal) => executeWithHooks(nested, assistantMessage, options, { signal, now: clock, scope: "script" }) };
   if (options.beforeToolCall === undefined && options.afterToolCall === undefined) {
     return executeToolCall(options.tools, call, execute);
   }

@@ -7,6 +7,8 @@
  *   别的问题 → 直说自己只会这一件事，以及怎样接上真实模型。
  * 第 15 章多了一条：提示要它“列出”一个目录 → 请求里没有 ls 就先调用 tool_search 找它，
  *   有了 ls 就调用它，结果回来了就照着说出目录里有什么。
+ * 第 16 章多了一条：提示要它“用脚本”做事 → 请求里有 codemode 就交一段调用 read 与 ls 两个工具的脚本，
+ *   结果回来了就照着说出脚本交回的 JSON。
  * 它的用处是让整条链路（参数 → 运行时 → Agent → 工具 → 会话文件 → 输出）不联网也能跑通，
  * 而且每次运行的事件都一样：决定由纯函数做出，播放交给第 04 章的 ScriptedModel。
  */
@@ -130,6 +132,33 @@ export function decideListing(messages: readonly Message[], tools: readonly Tool
   return { kind: "answer", text: `这次请求里没有 ls 工具，我列不了 ${directory}。` };
 }
 
+// ── 第 16 章：写一段脚本，一次调用两个工具 ────────────────────
+
+/** 离线模型交给 codemode 的脚本：读 README.md、列出工作区根目录，交回标题与目录项。 */
+export const SUMMARY_SCRIPT = [
+  'const readme = await tools.read({ path: "README.md" });',
+  'const entries = await tools.ls({ path: "." });',
+  'const title = readme.split("\\n").find((line) => line.startsWith("# "));',
+  'return { title: title === undefined ? null : title.slice(2).trim(), entries: entries.split("\\n").filter((line) => line !== "") };',
+].join("\n");
+
+/**
+ * 用脚本的两步：请求里有 codemode → 交 SUMMARY_SCRIPT；codemode 的结果回来了 → 照着回答。
+ * 提示里没有“用脚本”交回 undefined，留给后面的规则。
+ */
+export function decideScript(messages: readonly Message[], tools: readonly ToolDefinition[]): OfflineDecision | undefined {
+  const lastUser = messages.findLastIndex((message) => message.role === "user");
+  const user = messages[lastUser];
+  if (user === undefined || !/用脚本/.test(textOf(user))) return undefined;
+  const ran = messages.slice(lastUser + 1).findLast((message) => message.role === "toolResult" && message.toolName === "codemode");
+  if (ran !== undefined && ran.role === "toolResult") {
+    const body = textOf(ran);
+    return { kind: "answer", text: ran.isError ? `脚本没有跑通：${body}` : `脚本交回：${body.replace(/^Result: /, "")}` };
+  }
+  if (!tools.some((tool) => tool.name === "codemode")) return { kind: "answer", text: "这次请求里没有 codemode 工具，我写不了脚本。" };
+  return { kind: "call", name: "codemode", arguments: { code: SUMMARY_SCRIPT }, say: "写一段脚本，一次读 README 再列目录。" };
+}
+
 /** 决定 → 一个脚本 turn。调用 id 由请求里的消息数决定，重跑一次得到的 id 相同。 */
 export function offlineTurn(decision: OfflineDecision, messageCount: number): ScriptedTurn {
   if (decision.kind === "answer") return { kind: "reply", content: [{ type: "text", text: decision.text }], stopReason: "stop" };
@@ -155,7 +184,7 @@ export class OfflineModel implements Model {
   /** 每次调用现做一个只有一个 turn 的脚本：事件、取消与终态都和第 04 章的脚本模型一样。 */
   stream(context: AgentContext, options: StreamOptions = {}): ModelStream {
     const tools = context.tools ?? [];
-    const decision = decideListing(context.messages, tools) ?? decideOffline(context.messages, tools);
+    const decision = decideScript(context.messages, tools) ?? decideListing(context.messages, tools) ?? decideOffline(context.messages, tools);
     const turn = offlineTurn(decision, context.messages.length);
     return new ScriptedModel([turn], { id: this.id, now: this.now }).stream(context, options);
   }

@@ -3,7 +3,8 @@
  *
  *   模型      options.model → 环境变量（第 05 章的 modelFromEnv）→ 离线模型
  *   会话文件  <agentDir>/sessions/<cwd 编码成的一个文件夹名>/<时间戳>_<id>.jsonl（第 10 章的 JSONL）
- *   工具      第 08 章的四个编码工具：文件工具限定在 cwd 这个工作区里；bash 在那里启动，但不被限定在里面；第 15 章加上 tool_search 与等着被它找到的 deferred 工具（ls）
+ *   工具      第 08 章的四个编码工具：文件工具限定在 cwd 这个工作区里；bash 在那里启动，但不被限定在里面；第 15 章加上 tool_search 与等着被它找到的 deferred 工具（ls）；
+ *             第 16 章加上 codemode（选项 codemode 给了才有）
  *   资源      第 12 章：AGENTS.md、技能、提示模板；坏掉的文件只是一条警告
  *   扩展      第 12 章：<cwd>/.pi/extensions 里的模块；加载失败、处理器出错都只是一条警告
  *   闸门      第 12 章的批准闸门排在扩展的最前面；允许规则与“以后都可以”都在 agent 目录里，从不在工作区里
@@ -24,6 +25,7 @@ import path from "node:path";
 import { AgentSession, type PromptReport } from "./agent-session.js";
 import type { PromptInput } from "./agent.js";
 import { approvalGate, parseAllowRule, PermissionStore, type ApprovalGateOptions } from "./approval-gate.js";
+import { codemodeTool } from "./codemode/codemode-tool.js";
 import { codingTools } from "./coding-tools.js";
 import type { CompactionSettings } from "./compaction.js";
 import { loadExtensions } from "./extension-loader.js";
@@ -72,6 +74,11 @@ export interface RuntimeOptions {
    * once 是 --trust：只信任这一次，不记下。
    */
   trust?: { once?: boolean };
+  /**
+   * 第 16 章：true 时交给会话一个 codemode 工具（沙箱用默认的限制）。省略就不给（同 approval，由调用方决定）；
+   * tiny-pi 命令与 eval 总是给它。
+   */
+  codemode?: boolean;
 }
 
 /** 这个项目的信任状况：有哪些项目扩展、加载了没有、怎样记下决定。 */
@@ -439,6 +446,10 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     // #endregion
     // #region lab 15.5 扩展
     const exposed = runtimeTools(workspace);
+    // #endregion
+    // #region lab 16.4 扩展
+    // 第 16 章：codemode 的脚本能调用会话里 script 范围能调用的工具（四个编码工具与 deferred 的 ls）。
+    if (options.codemode === true) exposed.tools.push(codemodeTool({ tools: () => exposed.tools }));
     // #endregion
     // #region lab 13.2
     const resources = await loadResources({ cwd, stopAt: options.contextStopAt });

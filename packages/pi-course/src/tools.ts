@@ -39,6 +39,11 @@ export interface ToolContext {
   signal: AbortSignal;
   /** 汇报阶段性输出（例如命令的前几行）；结果交出之后再调用会被忽略。 */
   onUpdate(partial: ToolOutput): void;
+  /**
+   * 第 16 章：从这个工具里再调用一个工具（codemode 的脚本）。循环给出它：与模型的调用走同一条路
+   * （参数检查、tool_call / tool_result 钩子），范围是 script。没有循环的地方（直接 executeToolCall）没有它。
+   */
+  callTool?(call: ToolCall, signal: AbortSignal): Promise<ToolResultMessage>;
 }
 
 /**
@@ -96,6 +101,8 @@ export interface ExecuteOptions {
   now?: () => number;
   /** 第 15 章：这次调用从哪里来；省略时是 model。 */
   scope?: CallScope;
+  /** 第 16 章：交给工具的 context.callTool。 */
+  callTool?: (call: ToolCall, signal: AbortSignal) => Promise<ToolResultMessage>;
 }
 
 // ── 曝光级别：声明集与可调用集 ──────────────────────────────────
@@ -285,6 +292,11 @@ export async function executeToolCall(
       if (!settled) options.onUpdate?.(partial);
     },
   };
+  // #endregion
+  // #region lab 16.4 扩展
+  if (options.callTool !== undefined) context.callTool = options.callTool;
+  // #endregion
+  // #region lab 6.3
   try {
     const output = await tool.execute(args, context);
     return resultMessage(call, output, output.isError === true, now);

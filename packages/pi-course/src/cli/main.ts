@@ -78,7 +78,12 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     ask: args.mode === "interactive" ? async (request) => (repl === undefined ? "no" : repl.askApproval(request)) : undefined,
     notify: args.mode === "interactive" ? (message) => void out.write(`${message}\n`) : onWarning,
   };
-  const base = { cwd: io.cwd, env: io.env, onWarning, approval, trust: { once: args.trust }, model: io.model, now: io.now, openStore: io.openStore };
+  // #endregion
+  // #region lab 16.4 扩展
+  // 第 16 章：tiny-pi 命令总是给会话一个 codemode。
+  const base = { cwd: io.cwd, env: io.env, onWarning, approval, trust: { once: args.trust }, codemode: true, model: io.model, now: io.now, openStore: io.openStore };
+  // #endregion
+  // #region lab 13.3
   try {
     runtime = await createRuntime({ ...base, session: args.session });
   } catch (error) {

@@ -209,6 +209,25 @@ export function declaredFrom(n: number, name: string): EvalCheck {
   };
 }
 
+/** 第 16 章：会话里 codemode 的结果恰好一条、没有出错，它的脚本依次调用了 names 这几个工具，每个都成功了。 */
+export function scriptCalled(...names: string[]): EvalCheck {
+  return {
+    name: `codemode 的脚本依次调用了 ${names.join("、")}`,
+    scope: "run",
+    run(context) {
+      const runs = sessionMessages(context.entries).flatMap((message) => (message.role === "toolResult" && message.toolName === "codemode" ? [message] : []));
+      const [result] = runs;
+      if (result === undefined || runs.length !== 1) return fail(`会话里 codemode 的结果有 ${runs.length} 条，应当是 1 条`);
+      if (result.isError) return fail(`codemode 出错了：${quote(textOf(result))}`);
+      const calls = ((result.details as { calls?: { name: string; isError?: boolean }[] } | undefined)?.calls ?? []);
+      const called = calls.map((call) => call.name);
+      if (called.join() !== names.join()) return fail(`脚本调用的是 ${called.join("、") || "（无）"}，应当是 ${names.join("、")}`);
+      if (calls.some((call) => call.isError !== false)) return fail("脚本里有工具调用出错或没有回来");
+      return pass(`脚本调用了 ${names.join("、")}，都成功了`);
+    },
+  };
+}
+
 /** 最终回答含有 fragment。 */
 export function answerIncludes(fragment: string): EvalCheck {
   return {

@@ -12,6 +12,7 @@ import {
   fileEquals,
   fileIncludes,
   neverSent,
+  scriptCalled,
   sentAsUser,
   sessionCount,
   toolCallsPaired,
@@ -172,5 +173,27 @@ export const VISIBLE_TASKS: EvalTask[] = [
       say("src 里有 main.ts 和 util.ts。"),
     ],
     checks: [declaredFrom(2, "ls"), toolErrors(1), toolCallsPaired(), answerIncludes("util.ts")],
+  },
+  {
+    id: "script-two-tools",
+    title: "一段 codemode 脚本调用两个工具，交回 JSON",
+    files: { "package.json": '{ "name": "orbit", "version": "1.4.0" }\n', "CHANGELOG.md": "# 1.4.0\n\n- 加上了轨道图。\n" },
+    prompts: ["用一段脚本查出包名、版本和最新的更新说明"],
+    turns: [
+      // 第 16 章：脚本里的 read 与 bash 走与模型的调用同一条路；它们只出现在 codemode 结果的 details 里。
+      use([
+        "call-1",
+        "codemode",
+        {
+          code: [
+            'const pkg = JSON.parse(await tools.read({ path: "package.json" }));',
+            'const log = await tools.bash({ command: "head -n 1 CHANGELOG.md" });',
+            "return { name: pkg.name, version: pkg.version, latest: log.trim() };",
+          ].join("\n"),
+        },
+      ]),
+      say("orbit 1.4.0，最新的更新说明是 # 1.4.0。"),
+    ],
+    checks: [scriptCalled("read", "bash"), toolErrors(0), toolCallsPaired(), sessionCount("toolResult", 1), answerIncludes("orbit 1.4.0")],
   },
 ];
