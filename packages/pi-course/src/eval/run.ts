@@ -148,6 +148,12 @@ async function runInside(task: EvalTask, root: string, options: RunEvalOptions):
       // 上下文文件只找到工作区为止：临时目录上面（也许是某个项目）的 AGENTS.md 不该混进任务的请求。
       contextStopAt: workspace,
       compaction: task.compaction,
+      // #endregion
+      // #region lab 16.4 扩展
+      // 第 16 章：评测跑的是真正的 tiny-pi，它有 codemode。
+      codemode: true,
+      // #endregion
+      // #region lab 14.2
     });
     sessionFile = runtime.sessionFile;
     try {
