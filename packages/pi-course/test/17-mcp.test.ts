@@ -12,6 +12,9 @@ import { encodeLine, LineDecoder } from "../src/mcp/lines.js";
 import { METHOD_NOT_FOUND, RpcClient, RpcError } from "../src/mcp/rpc.js";
 import { McpSession, PROTOCOL_VERSION, type McpSessionOptions, type McpSessionState } from "../src/mcp/session.js";
 import { childEnv, StdioTransport, TextTail } from "../src/mcp/stdio.js";
+import { formatEvalTable } from "../src/eval/report.js";
+import { runEvalTask } from "../src/eval/run.js";
+import { say, use, VISIBLE_TASKS } from "../src/eval/tasks.js";
 import { createRuntime } from "../src/runtime.js";
 import { toJsonSchema } from "../src/schema.js";
 import { executeToolCall, ToolRegistry } from "../src/tools.js";
@@ -550,4 +553,14 @@ test("17.4 tiny-pi 读 mcp.json：离线模型先 tool_search，再调用 filesy
   assert.deepEqual(results.map((result) => [result.toolName, result.isError]), [["tool_search", false], ["mcp__fs__read_text_file", false]]);
   const answer = runtime.session.messages.at(-1);
   assert.equal(answer?.role === "assistant" ? textOf(answer) : "", "MCP 服务器交回的第一行：MCP 读到的第一行");
+});
+
+test("17.4 eval 的 mcp-read 在真正的 runtime 上通过（server-filesystem 真的启动）；mcpResult 抓得住没经过 MCP 的读", { timeout: 20_000 }, async () => {
+  const task = VISIBLE_TASKS.find((candidate) => candidate.id === "mcp-read");
+  assert.ok(task, "eval 里有 mcp-read 这个任务");
+  const report = await runEvalTask(task);
+  assert.ok(report.ok, formatEvalTable([report]));
+  const wrong = await runEvalTask({ ...task, id: "mcp-wrong", turns: [use(["x1", "read", { path: "notes.txt" }]), say("发布日期是 3 月 14 日。")] });
+  const failed = wrong.checks.filter((check) => !check.ok).map((check) => check.reason);
+  assert.deepEqual(failed, ["2 次请求都没有声明 mcp__fs__read_text_file", "会话里没有 mcp__fs__read_text_file 的结果"]);
 });
