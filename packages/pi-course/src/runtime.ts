@@ -219,29 +219,6 @@ export function runtimeTools(workspace: Workspace): RuntimeTools {
   // #endregion
 }
 
-/**
- * 第 17 章：把 MCP 服务器的工具加进会话的工具。deferred 的和 ls 登记在同一个 ToolActivation 里
- * （tool_search 检索的是它，所以换一个新的 activation 与 tool_search），别的曝光级别直接加进工具列表。
- */
-export function addMcpTools(exposed: RuntimeTools, tools: readonly AgentTool<any>[]): void {
-  if (tools.length === 0) return;
-  const previous = new Set(exposed.activation.tools);
-  const activation = new ToolActivation([...exposed.activation.tools, ...tools.filter((tool) => exposureOf(tool) === "deferred")], {
-    maxLoaded: exposed.activation.maxLoaded,
-  });
-  const kept = exposed.tools.filter((tool) => !previous.has(tool) && tool.name !== TOOL_SEARCH_NAME);
-  const others = tools.filter((tool) => exposureOf(tool) !== "deferred");
-  exposed.tools = [...kept, ...others, toolSearchTool(activation), ...activation.tools];
-  exposed.activation = activation;
-}
-
-/** 第 17 章：项目的 .pi/mcp.json 只在明确信任的项目里读（--trust，或者记下的“信任”）。 */
-async function mcpTrusted(options: RuntimeOptions["trust"], agentDir: string, cwd: string): Promise<boolean> {
-  if (options === undefined) return false;
-  if (options.once === true) return true;
-  return (await readTrust(trustFile(agentDir)))[cwd] === true;
-}
-
 // ── 关闭 ────────────────────────────────────────────────────────
 
 /**
@@ -473,13 +450,14 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     // #region lab 15.5 扩展
     const exposed = runtimeTools(workspace);
     // #endregion
-    // 第 17 章：mcp.json 里的服务器。起不来的只是一条警告；关闭时它们排在会话之后（会话可能还在调用它们的工具）。
+    // 第 16 章：codemode 的脚本能调用会话里 script 范围能调用的工具（四个编码工具与 deferred 的 ls）。
+    // 第 17 章（在 codemode 之前）：mcp.json 里的服务器，它们的工具脚本里也能调用。起不来的只是一条警告；
+    // 关闭时它们排在会话之后（会话可能还在调用它们的工具）。
     const mcpConfig = await loadMcpConfig({ agentDir, cwd, trusted: await mcpTrusted(options.trust, agentDir, cwd) });
     for (const problem of mcpConfig.problems) warn(problem);
     const mcp = await connectMcpServers(mcpConfig.servers, { cwd, parentEnv: env, onProblem: warn });
     disposer.add("MCP 服务器", () => mcp.close());
     addMcpTools(exposed, mcp.tools());
-    // 第 16 章：codemode 的脚本能调用会话里 script 范围能调用的工具（四个编码工具与 deferred 的 ls）。
     if (options.codemode !== undefined && options.codemode !== false) {
       exposed.tools.push(codemodeTool({ tools: () => exposed.tools, limits: options.codemode === true ? undefined : options.codemode }));
     }
@@ -534,4 +512,29 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     await disposer.dispose().catch(() => {});
     throw error;
   }
+}
+
+// ── 第 17 章：MCP 服务器的工具 ─────────────────────────────────
+
+/**
+ * 第 17 章：把 MCP 服务器的工具加进会话的工具。deferred 的和 ls 登记在同一个 ToolActivation 里
+ * （tool_search 检索的是它，所以换一个新的 activation 与 tool_search），别的曝光级别直接加进工具列表。
+ */
+export function addMcpTools(exposed: RuntimeTools, tools: readonly AgentTool<any>[]): void {
+  if (tools.length === 0) return;
+  const previous = new Set(exposed.activation.tools);
+  const activation = new ToolActivation([...exposed.activation.tools, ...tools.filter((tool) => exposureOf(tool) === "deferred")], {
+    maxLoaded: exposed.activation.maxLoaded,
+  });
+  const kept = exposed.tools.filter((tool) => !previous.has(tool) && tool.name !== TOOL_SEARCH_NAME);
+  const others = tools.filter((tool) => exposureOf(tool) !== "deferred");
+  exposed.tools = [...kept, ...others, toolSearchTool(activation), ...activation.tools];
+  exposed.activation = activation;
+}
+
+/** 第 17 章：项目的 .pi/mcp.json 只在明确信任的项目里读（--trust，或者记下的“信任”）。 */
+async function mcpTrusted(options: RuntimeOptions["trust"], agentDir: string, cwd: string): Promise<boolean> {
+  if (options === undefined) return false;
+  if (options.once === true) return true;
+  return (await readTrust(trustFile(agentDir)))[cwd] === true;
 }
