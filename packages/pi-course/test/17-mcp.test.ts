@@ -12,9 +12,11 @@ import { encodeLine, LineDecoder } from "../src/mcp/lines.js";
 import { METHOD_NOT_FOUND, RpcClient, RpcError } from "../src/mcp/rpc.js";
 import { McpSession, PROTOCOL_VERSION, type McpSessionOptions, type McpSessionState } from "../src/mcp/session.js";
 import { childEnv, StdioTransport, TextTail } from "../src/mcp/stdio.js";
+import { mcpResult } from "../src/eval/checks.js";
 import { formatEvalTable } from "../src/eval/report.js";
 import { runEvalTask } from "../src/eval/run.js";
 import { say, use, VISIBLE_TASKS } from "../src/eval/tasks.js";
+import type { EvalContext } from "../src/eval/types.js";
 import { createRuntime } from "../src/runtime.js";
 import { toJsonSchema } from "../src/schema.js";
 import { executeToolCall, ToolRegistry } from "../src/tools.js";
@@ -37,7 +39,8 @@ const EVERYTHING = binOf("@modelcontextprotocol/server-everything");
 /**
  * 小服务器：一个不用 SDK 的 Node 脚本，第一个参数是它的脾气。
  *   silent-init   initialize 永远不回答        old-version   回答 2024-11-05
- *   repeat-cursor tools/list 的游标绕回来      stubborn      不理 stdin 的 EOF 与 SIGTERM，自己再开一个同样倔的子进程
+ *   repeat-cursor tools/list 的游标绕回来      deaf          不理 stdin 的 EOF（SIGTERM 照常生效）
+ *   stubborn      不理 stdin 的 EOF 与 SIGTERM，自己再开一个同样倔的子进程
  * 工具：echo、crash（写一句 stderr 再退出）、never（永远不回答）、slow（报进度）、huge（先写一行超长的）、
  * last-ping（服务器问过的 ping 得到了什么）、cancelled（收到过的 notifications/cancelled）、add-extra / drop-extra（工具变了）。
  */
@@ -111,7 +114,8 @@ process.stdin.on("data", (chunk) => {
     if (line.trim() !== "") handle(JSON.parse(line));
   }
 });
-process.stdin.on("end", () => { if (mode !== "stubborn") process.exit(0); });
+if (mode === "deaf") setInterval(() => {}, 1000);
+process.stdin.on("end", () => { if (mode !== "stubborn" && mode !== "deaf") process.exit(0); });
 `;
 
 // 文件级的临时目录：钩子挂在整个文件上（在某个测试里调用 after 只挂在那个测试上）。
@@ -220,6 +224,9 @@ test("17.1 一行一条消息：半行留到下一块补完，一块里的几行
   assert.deepEqual(decoder.push('{"id":1,'), { messages: [], problems: [] }, "半行留在缓冲里");
   assert.deepEqual(decoder.push('"ok":true}\n{"id":2}\n{"id"'), { messages: [{ id: 1, ok: true }, { id: 2 }], problems: [] });
   assert.deepEqual(decoder.push(":3}\n\n"), { messages: [{ id: 3 }], problems: [] }, "空行不算问题");
+  decoder.push('{"a"');
+  decoder.push(":");
+  assert.deepEqual(decoder.push("7}\n").messages, [{ a: 7 }], "三块才凑成的一行");
   const bad = decoder.push('Server listening on stdio\n{"id":4}\n');
   assert.deepEqual(bad.messages, [{ id: 4 }]);
   assert.match(bad.problems[0] ?? "", /跳过一行不是 JSON 的输出：Server listening/);
@@ -321,6 +328,11 @@ test("17.2 stderr 只留最后一段；关闭先关 stdin，不理 EOF 的收到
   await polite.close();
   assert.ok(Date.now() - started < 1_500, "读到 EOF 就退出的服务器不用等宽限");
 
+  const deafExits: unknown[] = [];
+  const deaf = new StdioTransport({ command: process.execPath, args: [await fixture(), "deaf"], graceMs: 150, onMessage: () => {}, onExit: (exit) => deafExits.push(exit) });
+  await deaf.close();
+  assert.deepEqual(deafExits, [{ code: null, signal: "SIGTERM" }], "不理 EOF 的服务器在宽限之后收到 SIGTERM");
+
   const pids: { pid: number; child: number }[] = [];
   const exits: unknown[] = [];
   const stubborn = new StdioTransport({
@@ -393,7 +405,17 @@ test("17.3 调用带着进度、超时发 cancelled 而连接照旧；服务器�
 test("17.3 崩溃：待决的调用一次全被拒绝、原因带着 stderr；此刻调用立刻失败；有限次地重启，工具又能调用", { timeout: 8_000 }, async (t) => {
   const states: McpSessionState["kind"][] = [];
   const problems: string[] = [];
-  const session = await fixtureSession(t, "normal", { maxRestarts: 1, restartDelayMs: 50, onState: (state) => states.push(state.kind), onProblem: (p) => problems.push(p) });
+  let early: Promise<string> | undefined;
+  const session = await fixtureSession(t, "normal", {
+    maxRestarts: 1,
+    restartDelayMs: 50,
+    onProblem: (p) => problems.push(p),
+    onState: (state) => {
+      states.push(state.kind);
+      // 正在重启（还没握手）时的调用也立刻失败，不会抢在 initialize 前面发出去。
+      if (state.kind === "starting") early ??= session.callTool("echo", { text: "early" }).then(() => "answered", (error: Error) => error.message);
+    },
+  });
   await session.start();
   const waiting = session.callTool("never", {});
   const crashing = session.callTool("crash", {});
@@ -402,6 +424,7 @@ test("17.3 崩溃：待决的调用一次全被拒绝、原因带着 stderr；�
   await assert.rejects(session.callTool("echo", { text: "x" }), /MCP 服务器 fx 现在不可用：MCP 服务器 fx 退出了/);
   await until(() => session.state.kind === "ready");
   assert.equal((await session.callTool("echo", { text: "又来了" })).content[0]?.text, "echo:又来了");
+  assert.equal(await early, "MCP 服务器 fx 现在不可用：它还没有就绪（正在启动或重启）。");
   await assert.rejects(session.callTool("crash", {}), /退出了/);
   await until(() => problems.length > 0);
   assert.deepEqual(problems, ["MCP 服务器 fx 已经重启了 1 次，不再重启。"]);
@@ -563,4 +586,7 @@ test("17.4 eval 的 mcp-read 在真正的 runtime 上通过（server-filesystem 
   const wrong = await runEvalTask({ ...task, id: "mcp-wrong", turns: [use(["x1", "read", { path: "notes.txt" }]), say("发布日期是 3 月 14 日。")] });
   const failed = wrong.checks.filter((check) => !check.ok).map((check) => check.reason);
   assert.deepEqual(failed, ["2 次请求都没有声明 mcp__fs__read_text_file", "会话里没有 mcp__fs__read_text_file 的结果"]);
+  const impostor: ToolResultMessage = { role: "toolResult", toolCallId: "x", toolName: "mcp__fs__read_text_file", content: [{ type: "text", text: "发布日期：3 月 14 日" }], isError: false, timestamp: 1 };
+  const context = { workspace: "", entries: [{ type: "message", id: "e1", parentId: null, timestamp: 1, message: impostor }], requests: [], events: [], finalAnswer: "" } as unknown as EvalContext;
+  assert.deepEqual(await mcpResult("mcp__fs__read_text_file", "发布日期").run(context), { ok: false, reason: "mcp__fs__read_text_file 的结果不是 MCP 服务器交回的" }, "同名却不是 MCP 服务器交回的结果不算");
 });
