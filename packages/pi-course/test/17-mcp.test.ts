@@ -134,6 +134,24 @@ function fixture(): Promise<string> {
   return fixtureFile;
 }
 
+/**
+ * 安全网：测试启动的每个进程组都记下来，文件结束时一律 SIGKILL。正常时它们早已不在；
+ * 断言半路失败、或者被测的 close() 本身坏了，子进程（它们自成进程组，不随测试进程退出）也不会留在机器上。
+ */
+const spawned = new Set<number>();
+function track(pid: number | undefined): void {
+  if (pid !== undefined) spawned.add(pid);
+}
+after(() => {
+  for (const pid of spawned) {
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {
+      // 已经不在了
+    }
+  }
+});
+
 function isAlive(pid: number | undefined): boolean {
   if (pid === undefined) return false;
   try {
@@ -146,7 +164,25 @@ function isAlive(pid: number | undefined): boolean {
 
 /** 一个小服务器的会话；测试结束时关掉，并确认子进程真的没了。 */
 async function fixtureSession(t: TestContext, mode: string, extra: Partial<McpSessionOptions> = {}): Promise<McpSession> {
-  const session = new McpSession({ name: "fx", command: process.execPath, args: [await fixture(), mode], timeoutMs: 2_000, graceMs: 200, ...extra });
+  const onState = extra.onState;
+  const session: McpSession = new McpSession({
+    name: "fx",
+    command: process.execPath,
+    args: [await fixture(), mode],
+    timeoutMs: 2_000,
+    graceMs: 200,
+    ...extra,
+    onState: (state) => {
+      track(session.pid);
+      onState?.(state);
+    },
+  });
+  const start = session.start.bind(session);
+  session.start = () => {
+    const started = start();
+    track(session.pid);
+    return started;
+  };
   t.after(async () => {
     const pid = session.pid;
     await session.close();
@@ -174,7 +210,9 @@ function everything(): Promise<McpSession> {
       timeoutMs: 8_000,
     });
     shared.push(session);
-    await session.start();
+    const started = session.start();
+    track(session.pid);
+    await started;
     return session;
   })();
   return everythingSession;
@@ -187,7 +225,9 @@ function filesystem(): Promise<McpSession> {
     await fixture();
     const session = new McpSession({ name: "fs", command: process.execPath, args: [FILESYSTEM, filesystemRoot], cwd: filesystemRoot, timeoutMs: 8_000 });
     shared.push(session);
-    await session.start();
+    const started = session.start();
+    track(session.pid);
+    await started;
     return session;
   })();
   return filesystemSession;
@@ -310,6 +350,7 @@ test("17.2 子进程只拿到允许名单上的环境变量和配置写明的：
     env: { GIVEN: "yes" },
     onMessage: (message) => messages.push(message),
   });
+  track(transport.pid);
   await transport.exited;
   const env = messages[0] as Record<string, string>;
   assert.equal(env.PI_COURSE_API_KEY, undefined, "密钥不在子进程的环境里");
@@ -324,12 +365,14 @@ test("17.2 stderr 只留最后一段；关闭先关 stdin，不理 EOF 的收到
   assert.equal(tail.toString(), "456789ab");
 
   const polite = new StdioTransport({ command: process.execPath, args: [await fixture(), "normal"], graceMs: 2_000, onMessage: () => {} });
+  track(polite.pid);
   const started = Date.now();
   await polite.close();
   assert.ok(Date.now() - started < 1_500, "读到 EOF 就退出的服务器不用等宽限");
 
   const deafExits: unknown[] = [];
   const deaf = new StdioTransport({ command: process.execPath, args: [await fixture(), "deaf"], graceMs: 150, onMessage: () => {}, onExit: (exit) => deafExits.push(exit) });
+  track(deaf.pid);
   await deaf.close();
   assert.deepEqual(deafExits, [{ code: null, signal: "SIGTERM" }], "不理 EOF 的服务器在宽限之后收到 SIGTERM");
 
@@ -342,6 +385,7 @@ test("17.2 stderr 只留最后一段；关闭先关 stdin，不理 EOF 的收到
     onMessage: (message) => pids.push((message as { params: { pid: number; child: number } }).params),
     onExit: (exit) => exits.push(exit),
   });
+  track(stubborn.pid);
   await until(() => pids.length === 1);
   const closing = Date.now();
   await stubborn.close();
