@@ -7,7 +7,7 @@ import path from "node:path";
 import test, { after, type TestContext } from "node:test";
 
 import { blockText, mcpToolName, McpToolSet, resultContent, schemaFromJson, TOOL_NAME_PATTERN } from "../src/mcp/adapter.js";
-import { loadMcpConfig } from "../src/mcp/config.js";
+import { loadMcpConfig, parseMcpConfig } from "../src/mcp/config.js";
 import { encodeLine, LineDecoder } from "../src/mcp/lines.js";
 import { METHOD_NOT_FOUND, RpcClient, RpcError } from "../src/mcp/rpc.js";
 import { McpSession, PROTOCOL_VERSION, type McpSessionOptions, type McpSessionState } from "../src/mcp/session.js";
@@ -17,10 +17,11 @@ import { formatEvalTable } from "../src/eval/report.js";
 import { runEvalTask } from "../src/eval/run.js";
 import { say, use, VISIBLE_TASKS } from "../src/eval/tasks.js";
 import type { EvalContext } from "../src/eval/types.js";
+import { decideMcp } from "../src/offline-model.js";
 import { createRuntime } from "../src/runtime.js";
 import { toJsonSchema } from "../src/schema.js";
 import { executeToolCall, ToolRegistry } from "../src/tools.js";
-import { textOf, type ToolResultMessage } from "../src/types.js";
+import { textOf, userMessage, type ToolResultMessage } from "../src/types.js";
 
 // ── 场景：官方的两个服务器，和一个做它们不做的事的小服务器 ─────────
 
@@ -54,7 +55,7 @@ if (mode === "stubborn") {
   send({ method: "pids", params: { pid: process.pid, child: child.pid } });
   setInterval(() => {}, 1000);
 }
-let tools = ["echo", "crash", "never", "slow", "huge", "last-ping", "cancelled", "add-extra", "drop-extra", "weird"];
+let tools = ["echo", "crash", "never", "slow", "huge", "last-ping", "cancelled", "add-extra", "drop-extra", "weird", "nocontent"];
 let lastPing = "none";
 const cancelled = [];
 const schema = { type: "object", properties: { text: { type: "string" }, steps: { type: "number" }, ms: { type: "number" } } };
@@ -74,6 +75,7 @@ function handle(message) {
   }
   if (message.method === "tools/list") {
     const cursor = message.params?.cursor;
+    if (mode === "bad-list") return send({ id: message.id, result: { tools: "none" } });
     if (mode === "repeat-cursor") return send({ id: message.id, result: { tools: [info("echo")], nextCursor: cursor === "a" ? "b" : "a" } });
     if (cursor === undefined) return send({ id: message.id, result: { tools: tools.slice(0, 2).map(info), nextCursor: "page-2" } });
     return send({ id: message.id, result: { tools: tools.slice(2).map(info) } });
@@ -82,6 +84,7 @@ function handle(message) {
     const { name, arguments: args } = message.params;
     const token = message.params._meta?.progressToken;
     if (name === "echo") return reply(message.id, "echo:" + args.text);
+    if (name === "nocontent") return send({ id: message.id, result: {} });
     if (name === "crash") { process.stderr.write("boom: fixture crashed on purpose\n"); setTimeout(() => process.exit(3), 10); return; }
     if (name === "never") return;
     if (name === "huge") { process.stdout.write("x".repeat(5000) + "\n"); return reply(message.id, "after the huge line"); }
@@ -267,6 +270,13 @@ test("17.1 一行一条消息：半行留到下一块补完，一块里的几行
   decoder.push('{"a"');
   decoder.push(":");
   assert.deepEqual(decoder.push("7}\n").messages, [{ a: 7 }], "三块才凑成的一行");
+  decoder.push('{"b":1}');
+  assert.deepEqual(decoder.push('\n{"c":2}\n').messages, [{ b: 1 }, { c: 2 }], "换行正好在一块的开头");
+  const exact = `{"k":"${"q".repeat(24)}"}`;
+  assert.equal(Buffer.byteLength(exact), 32);
+  assert.deepEqual(decoder.push(exact), { messages: [], problems: [] }, "正好 32 字节的半行不算超长");
+  assert.deepEqual(decoder.push("\n").messages, [{ k: "q".repeat(24) }]);
+  assert.deepEqual(decoder.push(`${exact}\n`), { messages: [{ k: "q".repeat(24) }], problems: [] }, "正好 32 字节的一行不算超长");
   const bad = decoder.push('Server listening on stdio\n{"id":4}\n');
   assert.deepEqual(bad.messages, [{ id: 4 }]);
   assert.match(bad.problems[0] ?? "", /跳过一行不是 JSON 的输出：Server listening/);
@@ -283,6 +293,7 @@ test("17.1 请求按 id 配对；服务器的 ping 得到空结果 {}，不认�
   const first = rpc.request("tools/list", {}, { timeoutMs: 1_000 });
   const second = rpc.request("tools/call", { name: "x" }, { timeoutMs: 1_000 });
   assert.deepEqual(sent.map((message) => [message.id, message.method]), [[1, "tools/list"], [2, "tools/call"]]);
+  rpc.handle({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: 1, progress: 1 } });
   rpc.handle({ jsonrpc: "2.0", id: 2, result: { content: [] } });
   rpc.handle({ jsonrpc: "2.0", id: 1, error: { code: -32000, message: "nope" } });
   assert.deepEqual(await second, { content: [] }, "回答按 id 找到自己的请求，先后无所谓");
@@ -305,6 +316,7 @@ test("17.1 超时发出 notifications/cancelled、只拒绝这一个请求，迟
   const other = rpc.request("tools/list", {}, { timeoutMs: 1_000 });
   await assert.rejects(slow, (error: RpcError) => error.code === "timeout" && error.message === "请求 tools/call 在 40 ms 内没有回答。");
   assert.deepEqual(sent[2], { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 1, reason: "请求 tools/call 在 40 ms 内没有回答。" } });
+  assert.equal(rpc.pendingCount, 1, "超时的那一项已经离开待决表");
   rpc.handle({ jsonrpc: "2.0", id: 1, result: { late: true } });
   rpc.handle({ jsonrpc: "2.0", id: 2, result: { tools: [] } });
   assert.deepEqual(await other, { tools: [] }, "别的请求不受影响");
@@ -417,9 +429,17 @@ test("17.3 tools/list 跟着 nextCursor 翻页；同一个游标第二次出现�
   const paged = await fixtureSession(t, "normal");
   await paged.start();
   assert.deepEqual(paged.tools.map((tool) => tool.name).slice(0, 4), ["echo", "crash", "never", "slow"], "两页的工具都在");
-  assert.equal(paged.tools.length, 10);
+  assert.equal(paged.tools.length, 11);
   const looping = await fixtureSession(t, "repeat-cursor");
   await assert.rejects(looping.start(), /tools\/list 第二次给出游标 a：停止翻页/);
+  const bad = await fixtureSession(t, "bad-list");
+  await assert.rejects(bad.start(), /MCP 服务器 fx 的 tools\/list 回答里没有 tools。/);
+  await assert.rejects(paged.callTool("nocontent", {}), /MCP 服务器 fx 的 tools\/call 回答里没有 content。/);
+  await paged.close();
+  await assert.rejects(paged.listTools(), /MCP 服务器 fx 现在不可用：会话已经关闭。/);
+  await assert.rejects(paged.callTool("echo", { text: "x" }), /MCP 服务器 fx 现在不可用：会话已经关闭。/);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.deepEqual([paged.state.kind, paged.restarts], ["closed", 0], "自己关掉的会话不重启");
 });
 
 test("17.3 initialize 不回答就超时、版本不对就断开；错误带着 stderr 的尾巴，子进程被关掉", { timeout: 8_000 }, async (t) => {
@@ -466,6 +486,7 @@ test("17.3 崩溃：待决的调用一次全被拒绝、原因带着 stderr；�
   for (const call of [waiting, crashing]) await assert.rejects(call, /MCP 服务器 fx 退出了（退出码 3）。\nstderr 的最后几行：\nboom: fixture crashed on purpose/);
   assert.equal(session.state.kind, "down");
   await assert.rejects(session.callTool("echo", { text: "x" }), /MCP 服务器 fx 现在不可用：MCP 服务器 fx 退出了/);
+  await assert.rejects(session.listTools(), /MCP 服务器 fx 现在不可用：MCP 服务器 fx 退出了/);
   await until(() => session.state.kind === "ready");
   assert.equal((await session.callTool("echo", { text: "又来了" })).content[0]?.text, "echo:又来了");
   assert.equal(await early, "MCP 服务器 fx 现在不可用：它还没有就绪（正在启动或重启）。");
@@ -497,20 +518,20 @@ test("17.4 名字：mcp__<服务器>__<工具>，不合规的字符换成 _，�
   assert.match(long, TOOL_NAME_PATTERN);
   assert.match(long, /_[0-9a-f]{8}$/);
   assert.notEqual(mcpToolName("server", `${"t".repeat(80)}a`), long, "截短之后也分得开");
-  assert.equal(mcpToolName("s", "x".repeat(56)).length, 64, "正好 64 个字符不截");
+  assert.equal(mcpToolName("s", "x".repeat(56)), `mcp__s__${"x".repeat(56)}`, "正好 64 个字符不截");
 });
 
 test("17.4 inputSchema 翻译成课程的 schema（必填、可选、数组、范围）；写不出来的类型说明是哪一处", () => {
   const schema = schemaFromJson({
     type: "object",
-    properties: { path: { type: "string", description: "where" }, head: { type: "number", minimum: 1 }, tags: { type: "array", items: { type: "string" } }, all: { type: "boolean" }, n: { type: "integer" } },
+    properties: { path: { type: "string", description: "where" }, head: { type: "number", minimum: 1, maximum: 9 }, tags: { type: "array", items: { type: "string" } }, all: { type: "boolean" }, n: { type: "integer" } },
     required: ["path"],
   });
   assert.deepEqual(toJsonSchema(schema), {
     type: "object",
     properties: {
       path: { type: "string", description: "where" },
-      head: { type: "number", minimum: 1 },
+      head: { type: "number", minimum: 1, maximum: 9 },
       tags: { type: "array", items: { type: "string" } },
       all: { type: "boolean" },
       n: { type: "integer" },
@@ -519,12 +540,16 @@ test("17.4 inputSchema 翻译成课程的 schema（必填、可选、数组、�
     additionalProperties: false,
   });
   assert.throws(() => schemaFromJson({ type: "object", properties: { x: { anyOf: [] } } }), /参数\.x 的类型 undefined 课程的 schema 写不出来/);
+  assert.throws(() => schemaFromJson(null), /^Error: 参数 不是一个 schema。$/);
+  assert.throws(() => schemaFromJson({ type: "array" }), /参数\[\] 不是一个 schema。/);
+  assert.deepEqual(toJsonSchema(schemaFromJson({ type: "object" })), { type: "object", properties: {}, required: [], additionalProperties: false }, "没写 properties 的对象没有字段");
 });
 
 test("17.4 结果映射成文字：text 原样，image 只写占位，只有 structuredContent 时写 JSON，resource_link 写成“名字: uri”", { timeout: 20_000 }, async () => {
   assert.equal(blockText({ type: "text", text: "hi" }), "hi");
   assert.equal(blockText({ type: "image", mimeType: "image/png", data: "AAAA" }), "[image image/png, 3 bytes: not shown, this model reads text only]");
   assert.equal(blockText({ type: "resource_link", name: "notes", uri: "file:///notes.txt" }), "notes: file:///notes.txt");
+  assert.equal(blockText({ type: "audio", mimeType: "audio/wav" }), "[audio audio/wav, 0 bytes: not shown, this model reads text only]");
   assert.equal(blockText({ type: "resource", resource: { uri: "file:///a", text: "inline" } }), "inline");
   assert.deepEqual(resultContent({ content: [], structuredContent: { temp: 3 } }), [{ type: "text", text: '{"temp":3}' }]);
 
@@ -557,7 +582,7 @@ test("17.4 官方 server-filesystem 的工具进注册表：默认 deferred，�
   assert.match(textOf(refused), /Call `tool_search` first/);
   const result: ToolResultMessage = await executeToolCall(registry, call, { signal: new AbortController().signal, scope: "script" });
   assert.equal(textOf(result), "第一行\n第二行\n");
-  assert.deepEqual({ ...(result.details as object), structuredContent: undefined }, { kind: "mcp", server: "fs", tool: "read_text_file", structuredContent: undefined });
+  assert.deepEqual(result.details, { kind: "mcp", server: "fs", tool: "read_text_file", structuredContent: { content: "第一行\n第二行\n" } }, "structuredContent 记在 details 里");
 
   const problems: string[] = [];
   const session = await fixtureSession(t, "normal");
@@ -606,8 +631,34 @@ test("17.4 配置：agent 目录的 mcp.json 总是读，项目的只在信任�
     "跳过服务器 nocmd：command 应当是非空的字符串。",
     "跳过服务器 odd：exposure 应当是 direct、model-only、codemode、deferred、hidden 之一。",
   ]);
+  assert.deepEqual(parseMcpConfig({}, "x.json", cwd).problems, ["x.json：没有 mcpServers 对象。"]);
+  assert.deepEqual(
+    parseMcpConfig({ mcpServers: { a: 5, b: { command: "x", args: "y" }, c: { command: "x", env: { K: 1 } }, d: { command: "x", timeoutMs: 0 } } }, "x.json", cwd).problems,
+    ["x.json：跳过服务器 a：应当是一个对象。", "x.json：跳过服务器 b：args 应当是字符串的数组。", "x.json：跳过服务器 c：env 应当是值为字符串的对象。", "x.json：跳过服务器 d：timeoutMs 应当是正数。"],
+  );
+  assert.deepEqual(await loadMcpConfig({ agentDir: path.join(agentDir, "none"), cwd, trusted: false }), { servers: [], problems: [] }, "没有 mcp.json 不是问题");
+  await mkdir(path.join(agentDir, "dir", "mcp.json"), { recursive: true });
+  await mkdir(path.join(agentDir, "bad"));
+  await writeFile(path.join(agentDir, "bad", "mcp.json"), "{ nope");
+  assert.match((await loadMcpConfig({ agentDir: path.join(agentDir, "dir"), cwd, trusted: false })).problems[0] ?? "", /mcp\.json：读不了（/);
+  assert.match((await loadMcpConfig({ agentDir: path.join(agentDir, "bad"), cwd, trusted: false })).problems[0] ?? "", /mcp\.json：不是 JSON（/);
   const trusted = await loadMcpConfig({ agentDir, cwd, trusted: true });
   assert.deepEqual(trusted.servers.map((server) => [server.name, server.args, server.exposure, server.cwd]), [["fs", ["b.js"], "direct", cwd]]);
+});
+
+test("17.4 组合根：项目的 .pi/mcp.json 只在 --trust（或记下的信任）时读；写错的项与起不来的服务器都只是警告", { timeout: 10_000 }, async (t) => {
+  const { cwd, agentDir } = await project(t);
+  await writeFile(path.join(agentDir, "mcp.json"), JSON.stringify({ mcpServers: { "bad name": { command: "x" } } }));
+  await writeFile(path.join(cwd, ".pi", "mcp.json"), JSON.stringify({ mcpServers: { ghost: { command: path.join(cwd, "no-such-mcp-server") } } }));
+  const warningsOf = async (trust: { once?: boolean } | undefined) => {
+    const warnings: string[] = [];
+    const runtime = await createRuntime({ cwd, agentDir, env: {}, trust, onWarning: (message) => warnings.push(message), now: () => 1_000 });
+    await runtime.dispose();
+    return warnings.filter((warning) => /MCP|服务器/.test(warning)).map((warning) => warning.replace(/^.*mcp\.json：/, "").replace(/退出了.*$/s, "退出了"));
+  };
+  assert.deepEqual(await warningsOf({ once: true }), ["跳过服务器 bad name：名字只能用字母、数字、_ 与 -。", "MCP 服务器 ghost 没能启动：MCP 服务器 ghost 退出了"]);
+  assert.deepEqual(await warningsOf({}), ["跳过服务器 bad name：名字只能用字母、数字、_ 与 -。"], "还没决定过的项目不读");
+  assert.deepEqual(await warningsOf(undefined), ["跳过服务器 bad name：名字只能用字母、数字、_ 与 -。"], "没给 trust 选项也不读");
 });
 
 test("17.4 tiny-pi 读 mcp.json：离线模型先 tool_search，再调用 filesystem 服务器的 read_text_file；关闭时服务器一起关", { timeout: 20_000 }, async (t) => {
@@ -620,6 +671,15 @@ test("17.4 tiny-pi 读 mcp.json：离线模型先 tool_search，再调用 filesy
   assert.deepEqual(results.map((result) => [result.toolName, result.isError]), [["tool_search", false], ["mcp__fs__read_text_file", false]]);
   const answer = runtime.session.messages.at(-1);
   assert.equal(answer?.role === "assistant" ? textOf(answer) : "", "MCP 服务器交回的第一行：MCP 读到的第一行");
+
+  const ask = userMessage("用 MCP 读 a.txt", 1);
+  const none = "这次请求里没有 MCP 服务器的 read_text_file，我读不了。";
+  assert.deepEqual(decideMcp([ask], []), { kind: "answer", text: none }, "没有 tool_search 也没有读文件的工具");
+  const searched: ToolResultMessage = { role: "toolResult", toolCallId: "s", toolName: "tool_search", content: [], isError: false, timestamp: 1 };
+  const search = { name: "tool_search", description: "", parameters: {} };
+  assert.deepEqual(decideMcp([ask, searched], [search]), { kind: "answer", text: none }, "找过一次还是没有，就不再找");
+  assert.equal(decideMcp([ask], [search])?.kind, "call");
+  assert.equal(decideMcp([userMessage("读 a.txt", 1)], [search]), undefined, "不是“用 MCP 读”的提示留给别的规则");
 });
 
 test("17.4 eval 的 mcp-read 在真正的 runtime 上通过（server-filesystem 真的启动）；mcpResult 抓得住没经过 MCP 的读", { timeout: 20_000 }, async () => {
