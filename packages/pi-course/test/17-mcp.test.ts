@@ -443,8 +443,9 @@ test("17.3 tools/list 跟着 nextCursor 翻页；同一个游标第二次出现�
 });
 
 test("17.3 initialize 不回答就超时、版本不对就断开；错误带着 stderr 的尾巴，子进程被关掉", { timeout: 8_000 }, async (t) => {
-  const silent = await fixtureSession(t, "silent-init", { timeoutMs: 300 });
-  await assert.rejects(silent.start(), (error: Error) => /没能启动：请求 initialize 在 300 ms 内没有回答/.test(error.message) && /thinking about initialize forever/.test(error.message));
+  // 超时留足 1.5 秒：小服务器要先启动、读到 initialize、写下那句 stderr，机器忙时启动一个 node 就要几百毫秒。
+  const silent = await fixtureSession(t, "silent-init", { timeoutMs: 1_500 });
+  await assert.rejects(silent.start(), (error: Error) => /没能启动：请求 initialize 在 1500 ms 内没有回答/.test(error.message) && /thinking about initialize forever/.test(error.message));
   assert.equal(isAlive(silent.pid), false);
   const old = await fixtureSession(t, "old-version");
   await assert.rejects(old.start(), /服务器说的协议版本是 2024-11-05，本客户端只说 2025-11-25/);
