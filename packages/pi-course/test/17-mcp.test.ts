@@ -48,10 +48,14 @@ const EVERYTHING = binOf("@modelcontextprotocol/server-everything");
 const FIXTURE = String.raw`
 const mode = process.argv[2] ?? "normal";
 const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: "2.0", ...message }) + "\n");
+// 测试进程没了（被杀、超时）还没人来关：成了孤儿 5 秒之后自己退出，不在机器上留进程。
+// 5 秒比测试等进程消失的 3 秒长：SIGKILL 漏掉了谁，测试照样看得见。
+const ORPHAN = "const parent = process.ppid; let orphaned = 0; setInterval(() => { if (process.ppid !== parent && (orphaned ||= Date.now()) < Date.now() - 5000) process.exit(0); }, 500).unref();";
+eval(ORPHAN);
 if (mode === "stubborn") {
   process.on("SIGTERM", () => {});
   const { spawn } = await import("node:child_process");
-  const child = spawn(process.execPath, ["-e", "process.on('SIGTERM', () => {}); setInterval(() => {}, 1000)"], { stdio: "ignore" });
+  const child = spawn(process.execPath, ["-e", ORPHAN + " process.on('SIGTERM', () => {}); setInterval(() => {}, 1000)"], { stdio: "ignore" });
   send({ method: "pids", params: { pid: process.pid, child: child.pid } });
   setInterval(() => {}, 1000);
 }
