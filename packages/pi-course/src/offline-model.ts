@@ -9,6 +9,8 @@
  *   有了 ls 就调用它，结果回来了就照着说出目录里有什么。
  * 第 16 章多了一条：提示要它“用脚本”做事 → 请求里有 codemode 就交一段调用 read 与 ls 两个工具的脚本，
  *   结果回来了就照着说出脚本交回的 JSON。
+ * 第 17 章多了一条：提示要它“用 MCP 读”一个文件 → 请求里没有 MCP 服务器的 read_text_file 就先调用 tool_search 找它，
+ *   有了就调用它，结果回来了就说出文件的第一行。
  * 它的用处是让整条链路（参数 → 运行时 → Agent → 工具 → 会话文件 → 输出）不联网也能跑通，
  * 而且每次运行的事件都一样：决定由纯函数做出，播放交给第 04 章的 ScriptedModel。
  */
@@ -159,6 +161,41 @@ export function decideScript(messages: readonly Message[], tools: readonly ToolD
   return { kind: "call", name: "codemode", arguments: { code: SUMMARY_SCRIPT }, say: "写一段脚本，一次读 README 再列目录。" };
 }
 
+// ── 第 17 章：用 MCP 服务器的工具读一个文件 ──────────────────
+
+/** 离线模型找 MCP 读文件工具时用的那句查询。 */
+export const MCP_READ_QUERY = "read the complete contents of a text file";
+
+/** 请求里某个 MCP 服务器的 read_text_file（名字是 mcp__<服务器>__read_text_file）。 */
+function mcpReader(tools: readonly ToolDefinition[]): string | undefined {
+  return tools.find((tool) => /^mcp__[A-Za-z0-9_-]+__read_text_file$/.test(tool.name))?.name;
+}
+
+/**
+ * 用 MCP 读文件的三步：请求里没有 read_text_file → 调用 tool_search；有了 → 调用它；结果回来了 → 说出第一行。
+ * 提示里没有“用 MCP 读”交回 undefined，留给后面的规则。
+ */
+export function decideMcp(messages: readonly Message[], tools: readonly ToolDefinition[]): OfflineDecision | undefined {
+  const lastUser = messages.findLastIndex((message) => message.role === "user");
+  const user = messages[lastUser];
+  const match = user === undefined ? null : /用 ?MCP 读\s*([\w./-]+)/.exec(textOf(user));
+  if (match === null) return undefined;
+  const file = match[1]!;
+  const since = messages.slice(lastUser + 1);
+  const read = since.findLast((message) => message.role === "toolResult" && message.toolName.startsWith("mcp__"));
+  if (read !== undefined && read.role === "toolResult") {
+    if (read.isError) return { kind: "answer", text: `MCP 服务器没能读 ${file}：${textOf(read)}` };
+    return { kind: "answer", text: `MCP 服务器交回的第一行：${textOf(read).split("\n")[0] ?? ""}` };
+  }
+  const reader = mcpReader(tools);
+  if (reader !== undefined) return { kind: "call", name: reader, arguments: { path: file }, say: `用 ${reader} 读 ${file}。` };
+  const searched = since.some((message) => message.role === "toolResult" && message.toolName === "tool_search");
+  if (tools.some((tool) => tool.name === "tool_search") && !searched) {
+    return { kind: "call", name: "tool_search", arguments: { query: MCP_READ_QUERY }, say: "先找一个 MCP 服务器读文件的工具。" };
+  }
+  return { kind: "answer", text: "这次请求里没有 MCP 服务器的 read_text_file，我读不了。" };
+}
+
 /** 决定 → 一个脚本 turn。调用 id 由请求里的消息数决定，重跑一次得到的 id 相同。 */
 export function offlineTurn(decision: OfflineDecision, messageCount: number): ScriptedTurn {
   if (decision.kind === "answer") return { kind: "reply", content: [{ type: "text", text: decision.text }], stopReason: "stop" };
@@ -184,7 +221,7 @@ export class OfflineModel implements Model {
   /** 每次调用现做一个只有一个 turn 的脚本：事件、取消与终态都和第 04 章的脚本模型一样。 */
   stream(context: AgentContext, options: StreamOptions = {}): ModelStream {
     const tools = context.tools ?? [];
-    const decision = decideScript(context.messages, tools) ?? decideListing(context.messages, tools) ?? decideOffline(context.messages, tools);
+    const decision = decideMcp(context.messages, tools) ?? decideScript(context.messages, tools) ?? decideListing(context.messages, tools) ?? decideOffline(context.messages, tools);
     const turn = offlineTurn(decision, context.messages.length);
     return new ScriptedModel([turn], { id: this.id, now: this.now }).stream(context, options);
   }

@@ -228,6 +228,22 @@ export function scriptCalled(...names: string[]): EvalCheck {
   };
 }
 
+/** 第 17 章：会话里有 tool 的结果，来自 MCP 服务器（details.kind 是 mcp）、没有出错，文字里有 fragment。 */
+export function mcpResult(tool: string, fragment: string): EvalCheck {
+  return {
+    name: `MCP 工具 ${tool} 交回了 ${quote(fragment, 30)}`,
+    scope: "run",
+    run(context) {
+      const result = sessionMessages(context.entries).find((message) => message.role === "toolResult" && message.toolName === tool);
+      if (result === undefined || result.role !== "toolResult") return fail(`会话里没有 ${tool} 的结果`);
+      if ((result.details as { kind?: string } | undefined)?.kind !== "mcp") return fail(`${tool} 的结果不是 MCP 服务器交回的`);
+      if (result.isError) return fail(`${tool} 出错了：${quote(textOf(result))}`);
+      if (!textOf(result).includes(fragment)) return fail(`${tool} 交回的是 ${quote(textOf(result))}，里面没有 ${quote(fragment, 30)}`);
+      return pass(`${tool} 交回了 ${quote(fragment, 30)}`);
+    },
+  };
+}
+
 /** 最终回答含有 fragment。 */
 export function answerIncludes(fragment: string): EvalCheck {
   return {

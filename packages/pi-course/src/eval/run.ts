@@ -192,6 +192,8 @@ export async function runEvalTask(task: EvalTask, options: RunEvalOptions = {}):
   const root = await mkdtemp(path.join(options.tmpRoot ?? os.tmpdir(), `pi-eval-${task.id}-`));
   let report: Omit<EvalReport, "wallMs">;
   try {
+    // 第 17 章：agent 目录里的文件（mcp.json）在 runtime 启动之前写好。
+    if (task.agentFiles !== undefined) await writeFixture(path.join(root, "agent"), task.agentFiles);
     report = await runInside(task, root, options);
   } finally {
     await rm(root, { recursive: true, force: true });

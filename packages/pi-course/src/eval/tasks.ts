@@ -4,6 +4,9 @@
  * 课程另有几个留出任务不在这里：它们换了文件名、调用 id、结果次序，专门抓“照着可见任务写死”的实现。
  */
 
+import { createRequire } from "node:module";
+import path from "node:path";
+
 import type { CompactionSettings } from "../compaction.js";
 import type { ReplyTurn } from "../scripted-model.js";
 import {
@@ -11,6 +14,7 @@ import {
   declaredFrom,
   fileEquals,
   fileIncludes,
+  mcpResult,
   neverSent,
   scriptCalled,
   sentAsUser,
@@ -30,6 +34,23 @@ export function say(words: string): ReplyTurn {
 /** 模型这一轮请求一个或几个工具，按写下的顺序。 */
 export function use(...calls: [id: string, name: string, args: Record<string, unknown>][]): ReplyTurn {
   return { kind: "reply", content: calls.map(([id, name, args]) => ({ type: "toolCall", id, name, arguments: args })), stopReason: "toolUse" };
+}
+
+/**
+ * 第 17 章：一份让 tiny-pi 启动官方 server-filesystem 的 mcp.json（服务器名 fs，允许的目录是工作区）。
+ * 程序从套件的 node_modules 里找（它是套件的开发依赖），不联网、不经过 npx。
+ */
+export function filesystemMcpConfig(): string {
+  const require = createRequire(import.meta.url);
+  let bin = "@modelcontextprotocol/server-filesystem";
+  try {
+    const manifest = require.resolve("@modelcontextprotocol/server-filesystem/package.json");
+    const entry = Object.values((require(manifest) as { bin: Record<string, string> }).bin)[0];
+    if (entry !== undefined) bin = path.join(path.dirname(manifest), entry);
+  } catch {
+    // 没装：服务器起不来，任务报告里会写明
+  }
+  return `${JSON.stringify({ mcpServers: { fs: { command: process.execPath, args: [bin, "."] } } }, null, 2)}\n`;
 }
 
 /** 让 `/compact` 真的有东西可压：只保留最近的一段交互。 */
@@ -195,5 +216,19 @@ export const VISIBLE_TASKS: EvalTask[] = [
       say("orbit 1.4.0，最新的更新说明是 # 1.4.0。"),
     ],
     checks: [scriptCalled("read", "bash"), toolErrors(0), toolCallsPaired(), sessionCount("toolResult", 1), answerIncludes("orbit 1.4.0")],
+  },
+  {
+    id: "mcp-read",
+    title: "用 MCP 服务器的工具读一个文件",
+    files: { "notes.txt": "发布日期：3 月 14 日\n负责人：小周\n" },
+    agentFiles: { "mcp.json": filesystemMcpConfig() },
+    prompts: ["用 MCP 服务器读 notes.txt，告诉我发布日期"],
+    turns: [
+      // 第 17 章：真正的 server-filesystem；它的工具是 deferred，先由 tool_search 找到，下一次请求才声明。
+      use(["call-1", "tool_search", { query: "read the complete contents of a text file" }]),
+      use(["call-2", "mcp__fs__read_text_file", { path: "notes.txt" }]),
+      say("发布日期是 3 月 14 日。"),
+    ],
+    checks: [declaredFrom(2, "mcp__fs__read_text_file"), mcpResult("mcp__fs__read_text_file", "发布日期：3 月 14 日"), toolErrors(0), toolCallsPaired()],
   },
 ];

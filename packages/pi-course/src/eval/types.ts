@@ -60,6 +60,8 @@ export interface EvalTask {
   /** 脚本模型依次的回答：每次请求消耗一个。 */
   turns: ScriptedTurn[];
   checks: EvalCheck[];
+  /** 第 17 章：agent 目录里的初始文件（例如 mcp.json）：相对路径 → 内容。 */
+  agentFiles?: Record<string, string>;
   /** 这个任务的上下文预算；省略时用 runtime 的默认值。 */
   compaction?: CompactionSettings;
 }
