@@ -4,7 +4,7 @@
  *   模型      options.model → 环境变量（第 05 章的 modelFromEnv）→ 离线模型
  *   会话文件  <agentDir>/sessions/<cwd 编码成的一个文件夹名>/<时间戳>_<id>.jsonl（第 10 章的 JSONL）
  *   工具      第 08 章的四个编码工具：文件工具限定在 cwd 这个工作区里；bash 在那里启动，但不被限定在里面；第 15 章加上 tool_search 与等着被它找到的 deferred 工具（ls）；
- *             第 16 章加上 codemode（选项 codemode 给了才有）
+ *             第 16 章加上 codemode（选项 codemode 给了才有）；第 17 章加上 mcp.json 里 MCP 服务器的工具（默认 deferred）
  *   资源      第 12 章：AGENTS.md、技能、提示模板；坏掉的文件只是一条警告
  *   扩展      第 12 章：<cwd>/.pi/extensions 里的模块；加载失败、处理器出错都只是一条警告
  *   闸门      第 12 章的批准闸门排在扩展的最前面；允许规则与“以后都可以”都在 agent 目录里，从不在工作区里
@@ -29,6 +29,8 @@ import { codemodeTool } from "./codemode/codemode-tool.js";
 import { codingTools } from "./coding-tools.js";
 import type { CompactionSettings } from "./compaction.js";
 import { loadExtensions } from "./extension-loader.js";
+import { loadMcpConfig } from "./mcp/config.js";
+import { connectMcpServers } from "./mcp/connect.js";
 import { extensionFromFactory, ExtensionRunner, type Extension, type ExtensionActions, type ExtensionError } from "./extensions.js";
 import { lsTool } from "./ls-tool.js";
 import { OfflineModel } from "./offline-model.js";
@@ -37,8 +39,8 @@ import { loadResources, type Resources } from "./resources.js";
 import { JsonlSessionStore, type SessionStore } from "./session-store.js";
 import { SessionTree } from "./session-tree.js";
 import { ToolActivation } from "./tool-activation.js";
-import { toolSearchTool } from "./tool-search.js";
-import type { AgentTool } from "./tools.js";
+import { TOOL_SEARCH_NAME, toolSearchTool } from "./tool-search.js";
+import { exposureOf, type AgentTool } from "./tools.js";
 import type { Model } from "./types.js";
 import { Workspace } from "./workspace.js";
 
@@ -451,6 +453,13 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     // 第 16 章：codemode 的脚本能调用会话里 script 范围能调用的工具（四个编码工具与 deferred 的 ls）。
     if (options.codemode === true) exposed.tools.push(codemodeTool({ tools: () => exposed.tools }));
     // #endregion
+    // 第 17 章：mcp.json 里的服务器。它们的工具脚本里也能调用（codemode 每次用到时才读 exposed.tools）。
+    // 起不来的只是一条警告；关闭时它们排在会话之后（会话可能还在调用它们的工具）。
+    const mcpConfig = await loadMcpConfig({ agentDir, cwd, trusted: await mcpTrusted(options.trust, agentDir, cwd) });
+    for (const problem of mcpConfig.problems) warn(problem);
+    const mcp = await connectMcpServers(mcpConfig.servers, { cwd, parentEnv: env, onProblem: warn });
+    disposer.add("MCP 服务器", () => mcp.close());
+    addMcpTools(exposed, mcp.tools());
     // #region lab 13.2
     const resources = await loadResources({ cwd, stopAt: options.contextStopAt });
     for (const diagnostic of resources.diagnostics) warn(`资源 ${diagnostic.path}：${diagnostic.message}`);
@@ -502,4 +511,29 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     await disposer.dispose().catch(() => {});
     throw error;
   }
+}
+
+// ── 第 17 章：MCP 服务器的工具 ─────────────────────────────────
+
+/**
+ * 第 17 章：把 MCP 服务器的工具加进会话的工具。deferred 的和 ls 登记在同一个 ToolActivation 里
+ * （tool_search 检索的是它，所以换一个新的 activation 与 tool_search），别的曝光级别直接加进工具列表。
+ */
+export function addMcpTools(exposed: RuntimeTools, tools: readonly AgentTool<any>[]): void {
+  if (tools.length === 0) return;
+  const previous = new Set(exposed.activation.tools);
+  const activation = new ToolActivation([...exposed.activation.tools, ...tools.filter((tool) => exposureOf(tool) === "deferred")], {
+    maxLoaded: exposed.activation.maxLoaded,
+  });
+  const kept = exposed.tools.filter((tool) => !previous.has(tool) && tool.name !== TOOL_SEARCH_NAME);
+  const others = tools.filter((tool) => exposureOf(tool) !== "deferred");
+  exposed.tools = [...kept, ...others, toolSearchTool(activation), ...activation.tools];
+  exposed.activation = activation;
+}
+
+/** 第 17 章：项目的 .pi/mcp.json 只在明确信任的项目里读（--trust，或者记下的“信任”）。 */
+async function mcpTrusted(options: RuntimeOptions["trust"], agentDir: string, cwd: string): Promise<boolean> {
+  if (options === undefined) return false;
+  if (options.once === true) return true;
+  return (await readTrust(trustFile(agentDir)))[cwd] === true;
 }
