@@ -453,6 +453,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     // 第 16 章：codemode 的脚本能调用会话里 script 范围能调用的工具（四个编码工具与 deferred 的 ls）。
     if (options.codemode === true) exposed.tools.push(codemodeTool({ tools: () => exposed.tools }));
     // #endregion
+    // #region lab 17.4 扩展
     // 第 17 章：mcp.json 里的服务器。它们的工具脚本里也能调用（codemode 每次用到时才读 exposed.tools）。
     // 起不来的只是一条警告；关闭时它们排在会话之后（会话可能还在调用它们的工具）。
     const mcpConfig = await loadMcpConfig({ agentDir, cwd, trusted: await mcpTrusted(options.trust, agentDir, cwd) });
@@ -460,6 +461,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     const mcp = await connectMcpServers(mcpConfig.servers, { cwd, parentEnv: env, onProblem: warn });
     disposer.add("MCP 服务器", () => mcp.close());
     addMcpTools(exposed, mcp.tools());
+    // #endregion
     // #region lab 13.2
     const resources = await loadResources({ cwd, stopAt: options.contextStopAt });
     for (const diagnostic of resources.diagnostics) warn(`资源 ${diagnostic.path}：${diagnostic.message}`);
