@@ -20,6 +20,7 @@ import type { SessionEntry } from "../session-entries.js";
 import { JsonlSessionStore } from "../session-store.js";
 import { textOf, type AgentContext, type Model } from "../types.js";
 import { fail, sessionMessages } from "./checks.js";
+import { routingFixture } from "./routing.js";
 import type { CheckReport, EvalCheck, EvalContext, EvalReport, EvalTask } from "./types.js";
 
 // ── 类型 ────────────────────────────────────────────────────────
@@ -138,6 +139,8 @@ async function runInside(task: EvalTask, root: string, options: RunEvalOptions):
   const events: AgentEvent[] = [];
   let error: string | undefined;
   let sessionFile: string | undefined;
+  // 第 18 章：带 routing 的任务经过模型目录（回环服务器在前，脚本模型是备选）。
+  const routing = task.routing === undefined ? undefined : await routingFixture(task.routing, model);
   try {
     const runtime = await createRuntime({
       cwd: workspace,
@@ -153,6 +156,7 @@ async function runInside(task: EvalTask, root: string, options: RunEvalOptions):
       // 第 16 章：评测跑的是真正的 tiny-pi，它有 codemode。
       codemode: true,
       // #endregion
+      ...(routing === undefined ? {} : { catalog: routing.file }),
       // #region lab 14.2
     });
     sessionFile = runtime.sessionFile;
@@ -164,6 +168,8 @@ async function runInside(task: EvalTask, root: string, options: RunEvalOptions):
     }
   } catch (thrown) {
     error = (thrown as Error).message;
+  } finally {
+    await routing?.close();
   }
   // 检查读的是磁盘上的会话文件，不是内存里的树：写进文件的才算发生过。
   const entries = sessionFile === undefined ? [] : (await new JsonlSessionStore(sessionFile).load()).entries;

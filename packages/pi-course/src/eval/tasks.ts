@@ -18,6 +18,7 @@ import {
   toolCallsPaired,
   toolErrors,
 } from "./checks.js";
+import { ROUTING_TASKS } from "./routing.js";
 import type { EvalTask } from "./types.js";
 
 // ── 写脚本的两个帮手 ────────────────────────────────────────────
@@ -196,4 +197,6 @@ export const VISIBLE_TASKS: EvalTask[] = [
     ],
     checks: [scriptCalled("read", "bash"), toolErrors(0), toolCallsPaired(), sessionCount("toolResult", 1), answerIncludes("orbit 1.4.0")],
   },
+  // 第 18 章：经过模型目录的任务。
+  ...ROUTING_TASKS,
 ];
