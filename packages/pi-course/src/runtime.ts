@@ -498,8 +498,10 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     // 声明看 transcript：续上的会话里已经加载过的 deferred 工具照样算已加载。
     exposed.activation.follow(session.agent);
     // #endregion
-    // 第 18 章：树开好了，目录模型从此沿当前分支读写。
+    // #region lab 18.4 扩展
+    // 第 18 章：树开好了，目录模型从此沿当前分支读写选择与路由器状态。
     catalogLedger.attach(sessionLedger(tree));
+    // #endregion
     // #region lab 13.2
     disposer.add("会话", async () => {
       // 先不再接新的提问、停下正在进行的运行，再等排队的扩展事件与写入：关掉之后文件里就是完整的记录。

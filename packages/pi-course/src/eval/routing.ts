@@ -19,30 +19,34 @@ export interface EvalRouting {
   failWith: number;
 }
 
-export interface RoutingFixture {
-  file: CatalogFile;
+export interface Loopback {
+  baseUrl: string;
   close(): Promise<void>;
 }
 
-/** 起一个回环服务器，建出目录：虚拟模型 auto 的每一种 reason 都是 [回环服务器, 脚本模型]。 */
-export async function routingFixture(routing: EvalRouting, backup: Model): Promise<RoutingFixture> {
+/** 一个只在 127.0.0.1 上监听、每次都回同一个 HTTP 状态的服务器。 */
+export async function startLoopback(status: number): Promise<Loopback> {
   const server = createServer((req, res) => {
     req.resume();
-    req.on("end", () => res.writeHead(routing.failWith).end(`loopback answers ${routing.failWith}`));
+    req.on("end", () => res.writeHead(status).end(`loopback answers ${status}`));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
-  const catalog = new ModelCatalog();
-  catalog.addPhysical({ provider: "loopback", id: "primary", create: () => new OpenAiCompatibleModel({ baseUrl, apiKey: "", model: "primary", idleTimeoutMs: 2_000 }) });
-  catalog.addPhysical({ provider: "scripted", id: "backup", create: () => backup });
-  catalog.addVirtual({ name: "auto", route: () => ({ models: ["loopback/primary", "scripted/backup"] }) });
   return {
-    file: { catalog, defaultModel: "auto" },
+    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** 评测的目录：虚拟模型 auto 的每一种 reason 都是 [回环服务器, 任务的脚本模型]。 */
+export function routingCatalog(baseUrl: string, backup: Model): CatalogFile {
+  const catalog = new ModelCatalog();
+  catalog.addPhysical({ provider: "loopback", id: "primary", create: () => new OpenAiCompatibleModel({ baseUrl, apiKey: "", model: "primary", idleTimeoutMs: 2_000 }) });
+  catalog.addPhysical({ provider: "scripted", id: "backup", create: () => backup });
+  catalog.addVirtual({ name: "auto", route: () => ({ models: ["loopback/primary", "scripted/backup"] }) });
+  return { catalog, defaultModel: "auto" };
 }
 
 /** 会话里的每一次请求都先在回环服务器上失败（状态对得上），再在备选上成功。 */
