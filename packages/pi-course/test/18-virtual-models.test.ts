@@ -8,7 +8,9 @@ import test from "node:test";
 
 import { runAgentLoop, type AgentEvent } from "../src/agent-loop.js";
 import { formatEvalTable } from "../src/eval/report.js";
-import { ROUTING_TASKS } from "../src/eval/routing.js";
+import { routeRetried, ROUTING_TASKS } from "../src/eval/routing.js";
+import { parseCatalogFile } from "../src/models/catalog-file.js";
+import type { SessionEntry } from "../src/session-entries.js";
 import { runEvalTask } from "../src/eval/run.js";
 import { VISIBLE_TASKS } from "../src/eval/tasks.js";
 import { ModelCatalog, type PhysicalModelSpec, type RouteRequest } from "../src/models/catalog.js";
@@ -451,6 +453,20 @@ test("18.4 tiny-pi 读 agent 目录里的 models.json：/model 只改当前分�
 
   await writeFile(path.join(agentDir, "models.json"), JSON.stringify({ models: [{ provider: "alpha" }] }));
   await assert.rejects(createRuntime({ cwd, agentDir, env: {} }), /模型目录 .*models\.json 写得不对：models\[0\] 要有字符串 provider 与 id。/);
+
+  // 没有 baseUrl 的 Provider：用到它时是一条 error 回复，不是崩溃。
+  const noBase = parseCatalogFile({ models: [{ provider: "beta", id: "m9" }] }, {});
+  const broken = await replyOf(new CatalogModel({ catalog: noBase.catalog, ledger: memoryLedger(), defaultModel: noBase.defaultModel }), [question]);
+  assert.equal(broken.errorMessage, "Provider beta has no baseUrl in models.json.");
+
+  // 评测的检查：少了一次换到备选就不算通过。
+  const attempt = (target: string, outcome: string, reason: string, error?: string) =>
+    ({ type: "custom", customType: ROUTE_ATTEMPT, id: target + outcome, parentId: null, timestamp: "", data: { virtual: "auto", reason, target, outcome, ...(error ? { error } : {}) } }) as unknown as SessionEntry;
+  const once = [attempt("loopback/primary", "retried", "user", "HTTP 503：x"), attempt("scripted/backup", "ok", "retry")];
+  const evidence = (entries: SessionEntry[]) => ({ workspace: root, entries, requests: [], events: [], finalAnswer: "" });
+  assert.equal((await routeRetried(503, 1).run(evidence(once))).ok, true);
+  assert.equal((await routeRetried(503, 2).run(evidence(once))).ok, false);
+  assert.equal((await routeRetried(502, 1).run(evidence(once))).ok, false);
 
   const report = await runEvalTask(ROUTING_TASKS[0]!);
   assert.ok(report.ok, formatEvalTable([report]));

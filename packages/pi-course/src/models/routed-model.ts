@@ -144,7 +144,15 @@ export class CatalogModel implements Model {
       return failedStream(name, error instanceof Error ? error.message : String(error));
     }
     // 物理模型：原样转交。没有虚拟模型时，请求与事件和没有目录时完全一样。
-    if (entry.kind === "physical") return this.options.catalog.instance(entry.model).stream(context, options);
+    if (entry.kind === "physical") {
+      let model;
+      try {
+        model = this.options.catalog.instance(entry.model);
+      } catch (error) {
+        return failedStream(name, error instanceof Error ? error.message : String(error));
+      }
+      return model.stream(context, options);
+    }
     const output = new AssistantMessageEventStream();
     void this.routed(entry.model, context, options, output);
     return output;
