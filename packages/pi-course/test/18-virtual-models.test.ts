@@ -9,7 +9,8 @@ import test from "node:test";
 import { runAgentLoop, type AgentEvent } from "../src/agent-loop.js";
 import { formatEvalTable } from "../src/eval/report.js";
 import { routeRetried, ROUTING_TASKS } from "../src/eval/routing.js";
-import { parseCatalogFile } from "../src/models/catalog-file.js";
+import { loadCatalogFile, parseCatalogFile } from "../src/models/catalog-file.js";
+import { estimateContext } from "../src/compaction.js";
 import type { SessionEntry } from "../src/session-entries.js";
 import { runEvalTask } from "../src/eval/run.js";
 import { VISIBLE_TASKS } from "../src/eval/tasks.js";
@@ -34,6 +35,7 @@ interface Loopback {
   baseUrl: string;
   bodies: Record<string, unknown>[];
   raw: string[];
+  authorization: (string | undefined)[];
 }
 
 function sse(...chunks: unknown[]): string {
@@ -56,13 +58,14 @@ const badChunk: Reply = (res) => {
 
 async function withLoopbacks<T>(replies: Reply[][], body: (servers: Loopback[]) => Promise<T>): Promise<T> {
   const servers = replies.map((script) => {
-    const seen: Loopback = { baseUrl: "", bodies: [], raw: [] };
+    const seen: Loopback = { baseUrl: "", bodies: [], raw: [], authorization: [] };
     const server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on("data", (chunk: Buffer) => chunks.push(chunk));
       req.on("end", () => {
         const raw = Buffer.concat(chunks).toString("utf8");
         seen.raw.push(raw);
+        seen.authorization.push(req.headers.authorization);
         seen.bodies.push(JSON.parse(raw) as Record<string, unknown>);
         (script[seen.raw.length - 1] ?? status(500))(res, req);
       });
@@ -142,6 +145,8 @@ test("18.2 route() 拿到 reason、上一次的回复、分支状态与消息；
   assert.equal(seen[0]!.reason, "user");
   const kept = await routeOnce(catalog, { name: "auto", route: () => ({ models: "m1" }) }, { reason: "continuation", messages: [question], state: 5 });
   assert.equal(kept.ok && kept.stateChanged, false, "没交回 state 就不写");
+  const blank = await routeOnce(catalog, { name: "auto", route: () => ({ models: "m1", state: undefined }) }, { reason: "user", messages: [question], state: 5 });
+  assert.equal(blank.ok && blank.stateChanged, false, "state 写成 undefined 也不写");
 
   const bad = async (route: () => never | { models: string | string[] }) => routeOnce(catalog, { name: "auto", route }, { reason: "user", messages: [], state: undefined });
   assert.deepEqual(await bad(() => ({ models: "other" })), { ok: false, message: "Router auto chose other: Model other is virtual: a route must name a physical model." });
@@ -216,6 +221,13 @@ test("18.3 别的模型说的消息去掉 signature 与 rawArguments；id 换成
   assert.equal(out[3], own, "目标自己说的消息是同一个对象");
   assert.equal(out[4], ownResult);
 
+  // 只有文字的外人消息也要去掉签名。
+  const plain = assistantMessage([text("想好了")], "stop", { provider: "alpha", model: "m1", timestamp: 6 });
+  plain.signature = "SIGPLAIN";
+  const plainOut = normalizeForTarget([plain], { provider: "beta", id: "m2" })[0] as AssistantMessage;
+  assert.equal(plainOut.signature, undefined);
+  assert.equal(plain.signature, "SIGPLAIN");
+
   // 同一模型名、另一个 Provider 也是外人。
   const sameIdOtherProvider = normalizeForTarget([reply], { provider: "gamma", id: "m1" })[0] as AssistantMessage;
   assert.equal(sameIdOtherProvider.signature, undefined);
@@ -239,9 +251,13 @@ test("18.4 真实 HTTP：路由从 alpha 换到 beta 之后，第二个请求的
     catalog.addVirtual({ name: "auto", route: ({ reason }) => ({ models: reason === "user" ? "alpha/m1" : "beta/m2" }) });
     const model = new CatalogModel({ catalog, ledger: memoryLedger("auto"), defaultModel: "auto" });
     const echo = defineTool({ name: "echo", description: "Echo.", parameters: s.object({}), execute: async () => ({ content: [text("ok")] }) });
-    const result = await runAgentLoop({ model, messages: [question], tools: new ToolRegistry([echo]) });
+    const updates: string[] = [];
+    const result = await runAgentLoop({ model, messages: [question], tools: new ToolRegistry([echo]), onEvent: (event) => {
+      if (event.type === "message_update") updates.push(`${event.message.provider}:${event.event.type}`);
+    } });
 
     assert.equal(result.reason, "stop");
+    assert.ok(updates.includes("beta:text_delta"), "路由过的回复照样一段段送出，盖着目录的 provider");
     const first = result.messages[0] as AssistantMessage;
     assert.deepEqual([first.provider, first.model], ["alpha", "m1"], "回复记在目录里的 provider 与 id 名下");
     assert.equal(alpha!.bodies[0]!.model, "m1");
@@ -308,6 +324,20 @@ test("18.4 不可重试的失败不重试：401 与坏掉的 schema 只发一次
     assert.equal(primary!.bodies.length, 3);
     assert.equal(backup!.bodies.length, 1);
     assert.deepEqual(ledger.attempts.map(({ outcome }) => outcome), ["failed", "failed", "retried", "failed"]);
+
+    // 只有一个候选：失败了也没有别的可换，交回的就是那次失败。
+    catalog.addVirtual({ name: "single", route: () => ({ models: "alpha/m1" }) });
+    const single = await replyOf(new CatalogModel({ catalog, ledger: memoryLedger("single"), defaultModel: "auto" }), [question]);
+    assert.match(single.errorMessage ?? "", /^HTTP 500/);
+
+    // 调用方取消：终态是 aborted，不重试，也不发请求。
+    const controller = new AbortController();
+    controller.abort();
+    const events = [];
+    for await (const event of model.stream({ messages: [question] }, { signal: controller.signal })) events.push(event);
+    const last = events[events.length - 1];
+    assert.ok(last?.type === "error" && last.reason === "aborted");
+    assert.equal(primary!.bodies.length, 4);
   });
   assert.equal(isRetryable(assistantMessage([], "error", { errorMessage: "HTTP 429：slow down" })), true);
   assert.equal(isRetryable(assistantMessage([], "error", { errorMessage: "HTTP 404：nope" })), false);
@@ -341,6 +371,11 @@ test("18.4 思考档位夹到目标支持的范围；上下文窗口放不下的
     assert.equal(small!.bodies.length, 1, "放不下的请求一个字节也没发给小模型");
     assert.deepEqual(thinkingSeen, ["low", "medium"]);
     assert.deepEqual(ledger.attempts.map(({ target, outcome }) => [target, outcome]), [["alpha/small", "ok"], ["alpha/small", "refused"], ["beta/large", "ok"]]);
+
+    const exact = estimateContext([question]).total;
+    catalog.addPhysical({ provider: "gamma", id: "exact", contextWindow: exact, create: () => new ScriptedModel([{ kind: "reply", content: [text("刚好")], stopReason: "stop" }]) });
+    catalog.addVirtual({ name: "fit", route: () => ({ models: "gamma/exact" }) });
+    assert.equal((await replyOf(new CatalogModel({ catalog, ledger: memoryLedger("fit"), defaultModel: "auto" }), [question])).stopReason, "stop", "窗口恰好等于估算也放得下");
 
     catalog.addVirtual({ name: "tiny", route: () => ({ models: "alpha/small" }) });
     const refused = await replyOf(new CatalogModel({ catalog, ledger: memoryLedger("tiny"), defaultModel: "auto" }), [userMessage("很长的问题".repeat(100), 1)]);
@@ -386,7 +421,7 @@ test("18.4 没有虚拟模型时，经过目录的请求正文与事件顺序和
 test("18.4 路由器的状态存进分支；route() 看得到上一次的回复；路由出错是一条 error 回复，循环照常收场", { timeout: 5_000 }, async () => {
   const catalog = new ModelCatalog();
   const reply: ScriptedTurn = { kind: "reply", content: [text("好")], stopReason: "stop" };
-  catalog.addPhysical({ provider: "alpha", id: "m1", create: () => new ScriptedModel([reply, reply]) });
+  catalog.addPhysical({ provider: "alpha", id: "m1", create: () => new ScriptedModel([reply, reply, reply, reply, reply, reply]) });
   const previous: (string | undefined)[] = [];
   catalog.addVirtual({ name: "counting", route: (request) => (previous.push(request.previous?.model), { models: request.reason === "user" ? "m1" : "zzz", state: ((request.state as number | undefined) ?? 0) + 1 }) });
   const ledger = memoryLedger("counting");
@@ -398,6 +433,12 @@ test("18.4 路由器的状态存进分支；route() 看得到上一次的回复�
   const wrong = await replyOf(counting, [question, assistantMessage([text("hi")])]);
   assert.equal(wrong.errorMessage, "Router counting chose zzz: Unknown model zzz: not in the catalog.");
   assert.equal(ledger.states.get("counting"), 2, "路由出错时不存状态");
+  catalog.addVirtual({ name: "sticky", route: ({ state }) => (state === undefined ? { models: "m1", state: "first" } : { models: "m1" }) });
+  const stickyLedger = memoryLedger("sticky");
+  const sticky = new CatalogModel({ catalog, ledger: stickyLedger, defaultModel: "m1" });
+  await replyOf(sticky, [question]);
+  await replyOf(sticky, [question]);
+  assert.equal(stickyLedger.states.get("sticky"), "first", "没交回 state 的决定不抹掉存下的状态");
 
   // 经过目录模型：错误是一条 error 回复，stream() 不抛出，循环照常收场。
   catalog.addVirtual({ name: "broken", route: () => { throw new Error("boom"); } });
@@ -436,9 +477,11 @@ test("18.4 tiny-pi 读 agent 目录里的 models.json：/model 只改当前分�
     assert.equal(modelCommand(runtime.model, "/model auto"), "已选中 auto：只对当前分支有效。");
     assert.throws(() => modelCommand(runtime.model, "/model ghost"), /Unknown model ghost: not in the catalog\./);
     assert.equal(modelCommand(runtime.model, "你好"), undefined, "别的输入不归它管");
+    assert.throws(() => modelCommand(runtime.model, "/model auto offline"), /用法：\/model \[名字\]/);
     await runtime.session.prompt("你好");
     await runtime.dispose();
     assert.equal(busy!.bodies[0]!.model, "m1");
+    assert.equal(busy!.authorization[0], "Bearer k-18", "key 从 apiKeyEnv 点名的环境变量里来");
 
     const entries = (await new JsonlSessionStore(runtime.sessionFile).load()).entries;
     const attempts = entries.flatMap((entry) => (entry.type === "custom" && entry.customType === ROUTE_ATTEMPT ? [entry.data as RouteAttempt] : []));
@@ -454,6 +497,29 @@ test("18.4 tiny-pi 读 agent 目录里的 models.json：/model 只改当前分�
   await writeFile(path.join(agentDir, "models.json"), JSON.stringify({ models: [{ provider: "alpha" }] }));
   await assert.rejects(createRuntime({ cwd, agentDir, env: {} }), /模型目录 .*models\.json 写得不对：models\[0\] 要有字符串 provider 与 id。/);
 
+  // models.json 的每一种写错都有一句话；agent 目录不存在或不是目录时当作没有目录文件。
+  const wrong: [unknown, RegExp][] = [
+    [[], /顶层应当是一个对象。$/],
+    [{ models: [{ provider: "a", id: "b", thinking: "low" }] }, /models\[0\]\.thinking 应当是字符串数组。$/],
+    [{ models: [{ provider: "a", id: "b", thinking: [1] }] }, /models\[0\]\.thinking 应当是字符串数组。$/],
+    [{ models: [{ provider: "a", id: "b", thinking: ["max"] }] }, /models\[0\]\.thinking 里的 max 不是 off、low、medium、high 之一。$/],
+    [{ models: [{ provider: "a", id: "b" }], virtual: [{ name: "v" }] }, /virtual\[0\] 要有字符串 name 与对象 routes。$/],
+    [{ models: [{ provider: "a", id: "b" }], virtual: [{ routes: {} }] }, /virtual\[0\] 要有字符串 name 与对象 routes。$/],
+    [{ models: [{ provider: "a", id: "b" }], virtual: [{ name: "v", routes: { continuation: ["a/b"] } }] }, /virtual\[0\]\.routes 至少要有 user 一列。$/],
+    [{}, /目录里一个模型也没有。$/],
+    [{ default: "zz", models: [{ provider: "a", id: "b" }] }, /Unknown model zz: not in the catalog\.$/],
+  ];
+  for (const [value, message] of wrong) assert.throws(() => parseCatalogFile(value, {}), message);
+  const parsed = parseCatalogFile({ models: [{ provider: "a", id: "b", contextWindow: 5, thinking: ["off", "low"] }, { provider: "a", id: "c" }], virtual: [{ name: "v", routes: { user: ["a/b"], continuation: ["a/c"] } }] }, {});
+  assert.equal(parsed.defaultModel, "a/b", "没写 default 时用目录里的第一个名字");
+  assert.deepEqual([parsed.catalog.physicalModel("a/b").contextWindow, parsed.catalog.physicalModel("a/b").thinking], [5, ["off", "low"]]);
+  const declared = parsed.catalog.lookup("v");
+  assert.ok(declared.kind === "virtual");
+  assert.deepEqual(await declared.model.route({ reason: "continuation", messages: [], state: undefined }), { models: ["a/c"] });
+  assert.deepEqual(await declared.model.route({ reason: "retry", messages: [], state: undefined }), { models: ["a/b"] }, "没列的 reason 用 user 的那一列");
+  assert.equal(await loadCatalogFile(path.join(agentDir, "models.json"), {}), undefined, "agent 目录其实是个文件");
+  assert.equal(await loadCatalogFile(path.join(root, "nowhere"), {}), undefined);
+
   // 没有 baseUrl 的 Provider：用到它时是一条 error 回复，不是崩溃。
   const noBase = parseCatalogFile({ models: [{ provider: "beta", id: "m9" }] }, {});
   const broken = await replyOf(new CatalogModel({ catalog: noBase.catalog, ledger: memoryLedger(), defaultModel: noBase.defaultModel }), [question]);
@@ -467,6 +533,9 @@ test("18.4 tiny-pi 读 agent 目录里的 models.json：/model 只改当前分�
   assert.equal((await routeRetried(503, 1).run(evidence(once))).ok, true);
   assert.equal((await routeRetried(503, 2).run(evidence(once))).ok, false);
   assert.equal((await routeRetried(502, 1).run(evidence(once))).ok, false);
+  const withMessage = [...once, { type: "message", id: "m", parentId: null, timestamp: "", message: question } as unknown as SessionEntry];
+  assert.equal((await routeRetried(503, 1).run(evidence(withMessage))).ok, true, "只数 route_attempt 条目");
+  assert.match((await routeRetried(503, 1).run(evidence([]))).reason, /会话里的尝试是 （没有）/);
 
   const report = await runEvalTask(ROUTING_TASKS[0]!);
   assert.ok(report.ok, formatEvalTable([report]));
