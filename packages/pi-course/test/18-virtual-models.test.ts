@@ -521,9 +521,11 @@ test("18.4 tiny-pi 读 agent 目录里的 models.json：/model 只改当前分�
   assert.equal(await loadCatalogFile(path.join(root, "nowhere"), {}), undefined);
 
   // 没有 baseUrl 的 Provider：用到它时是一条 error 回复，不是崩溃。
-  const noBase = parseCatalogFile({ models: [{ provider: "beta", id: "m9" }] }, {});
-  const broken = await replyOf(new CatalogModel({ catalog: noBase.catalog, ledger: memoryLedger(), defaultModel: noBase.defaultModel }), [question]);
-  assert.equal(broken.errorMessage, "Provider beta has no baseUrl in models.json.");
+  for (const providers of [undefined, { beta: { apiKeyEnv: "BETA_KEY" } }]) {
+    const noBase = parseCatalogFile({ ...(providers ? { providers } : {}), models: [{ provider: "beta", id: "m9" }] }, {});
+    const broken = await replyOf(new CatalogModel({ catalog: noBase.catalog, ledger: memoryLedger(), defaultModel: noBase.defaultModel }), [question]);
+    assert.equal(broken.errorMessage, "Provider beta has no baseUrl in models.json.");
+  }
 
   // 评测的检查：少了一次换到备选就不算通过。
   const attempt = (target: string, outcome: string, reason: string, error?: string) =>
