@@ -1,7 +1,7 @@
 /**
  * 组合根：把前面各章做好的零件按一个顺序接起来，交出一个能用的运行时。
  *
- *   模型      options.model → 环境变量（第 05 章的 modelFromEnv）→ 离线模型
+ *   模型      options.model → agent 目录里的 models.json（第 18 章的目录模型）→ 环境变量（第 05 章的 modelFromEnv）→ 离线模型
  *   会话文件  <agentDir>/sessions/<cwd 编码成的一个文件夹名>/<时间戳>_<id>.jsonl（第 10 章的 JSONL）
  *   工具      第 08 章的四个编码工具：文件工具限定在 cwd 这个工作区里；bash 在那里启动，但不被限定在里面；第 15 章加上 tool_search 与等着被它找到的 deferred 工具（ls）；
  *             第 16 章加上 codemode（选项 codemode 给了才有）；第 17 章加上 mcp.json 里 MCP 服务器的工具（默认 deferred）
@@ -33,6 +33,9 @@ import { loadMcpConfig } from "./mcp/config.js";
 import { connectMcpServers } from "./mcp/connect.js";
 import { extensionFromFactory, ExtensionRunner, type Extension, type ExtensionActions, type ExtensionError } from "./extensions.js";
 import { lsTool } from "./ls-tool.js";
+import { loadCatalogFile, type CatalogFile } from "./models/catalog-file.js";
+import { CatalogModel } from "./models/routed-model.js";
+import { LateLedger, sessionLedger } from "./models/routing.js";
 import { OfflineModel } from "./offline-model.js";
 import { modelFromEnv } from "./openai-compatible.js";
 import { loadResources, type Resources } from "./resources.js";
@@ -53,6 +56,8 @@ export interface RuntimeOptions {
   env?: Record<string, string | undefined>;
   /** 直接给定模型（测试、评测用脚本模型）；省略时看环境变量，再退到离线模型。 */
   model?: Model;
+  /** 第 18 章：直接给定模型目录（评测用）；省略时读 agent 目录里的 models.json（没给 model 时）。给了它就不看 model。 */
+  catalog?: CatalogFile;
   /** 放会话的根目录；默认 env.PI_COURSE_AGENT_DIR，再默认 ~/.tiny-pi。 */
   agentDir?: string;
   /** "new"（默认）开新会话；"continue" 续上这个项目最近用过的会话；别的字符串是一个会话文件的路径。 */
@@ -435,8 +440,14 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const env = options.env ?? process.env;
   const now = options.now ?? Date.now;
   const cwd = await checkedCwd(options.cwd);
-  const model = resolveModel({ ...options, env });
   const agentDir = options.agentDir ?? defaultAgentDir(env);
+  // 第 18 章：没有直接给定模型、agent 目录里又有 models.json 时，模型是目录模型；选择与路由器状态记在会话的当前分支上。
+  const catalogFile = options.catalog ?? (options.model === undefined ? await loadCatalogFile(agentDir, env, options.now) : undefined);
+  const catalogLedger = new LateLedger();
+  const model =
+    catalogFile === undefined
+      ? resolveModel({ ...options, env })
+      : new CatalogModel({ catalog: catalogFile.catalog, ledger: catalogLedger, defaultModel: catalogFile.defaultModel });
   const folder = path.join(agentDir, "sessions", sessionFolderName(cwd));
   const warn = options.onWarning ?? ((message: string) => void process.stderr.write(`${message}\n`));
   const disposer = new Disposer();
@@ -496,6 +507,10 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     // #region lab 15.5 扩展
     // 声明看 transcript：续上的会话里已经加载过的 deferred 工具照样算已加载。
     exposed.activation.follow(session.agent);
+    // #endregion
+    // #region lab 18.4 扩展
+    // 第 18 章：树开好了，目录模型从此沿当前分支读写选择与路由器状态。
+    catalogLedger.attach(sessionLedger(tree));
     // #endregion
     // #region lab 13.2
     disposer.add("会话", async () => {

@@ -29,6 +29,7 @@ import { estimateContext } from "../compaction.js";
 import { untrustedWarning, type Runtime } from "../runtime.js";
 import type { SessionEntry } from "../session-entries.js";
 import { textOf, type AgentMessage } from "../types.js";
+import { modelCommand } from "../models/model-command.js";
 import type { Output } from "./output.js";
 
 // ── 类型 ────────────────────────────────────────────────────────
@@ -162,7 +163,7 @@ export function gateBanner(runtime: Runtime): string {
 
 /** /help：内置命令，加上扩展登记的命令和提示模板（它们都以 / 开头，由会话来处理）。 */
 export function helpText(runtime: Runtime): string {
-  const lines = ["!cmd / !!cmd   运行命令（!! 的结果不进请求）", "/tree  /branch <id>  /compact  /resume [编号]  /help  /exit"];
+  const lines = ["!cmd / !!cmd   运行命令（!! 的结果不进请求）", "/tree  /branch <id>  /compact  /resume [编号]  /model [名字]  /help  /exit"];
   for (const extension of runtime.extensions.extensions) {
     for (const [name, command] of extension.commands) lines.push(`/${name}  ${command.description ?? ""}（扩展 ${path.basename(extension.path)}）`.trimEnd());
   }
@@ -342,6 +343,9 @@ export class InteractiveMode {
     const input = line.trim();
     if (input === "" || this.leaving) return;
     try {
+      // 第 18 章：/model 看或选当前分支的模型。
+      const shown = modelCommand(this.runtime.model, input);
+      if (shown !== undefined) return void this.out.write(`${shown}\n`);
       await this.dispatch(input);
     } catch (error) {
       this.out.write(`✗ ${error instanceof Error ? error.message : String(error)}\n`);

@@ -11,6 +11,7 @@ import type { CompactionSettings } from "../compaction.js";
 import type { ScriptedTurn } from "../scripted-model.js";
 import type { SessionEntry } from "../session-entries.js";
 import type { AgentContext } from "../types.js";
+import type { EvalRouting } from "./routing.js";
 
 /**
  * 一项检查依据的是哪类证据。
@@ -64,6 +65,8 @@ export interface EvalTask {
   agentFiles?: Record<string, string>;
   /** 这个任务的上下文预算；省略时用 runtime 的默认值。 */
   compaction?: CompactionSettings;
+  /** 第 18 章：经过模型目录跑，第一个物理模型是回这个状态的回环服务器，脚本模型是备选。 */
+  routing?: EvalRouting;
 }
 
 export interface CheckReport {
