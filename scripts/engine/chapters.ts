@@ -187,15 +187,11 @@ export function loadChapters(lessonsDir: string): Chapter[] {
     .filter((entry) => entry.isDirectory() && DIR_PATTERN.test(entry.name))
     .map((entry) => entry.name)
     .sort();
-  // 临时：编号只要求从 00 起严格递增，容许空缺（第 18 章先于第 17 章写成；两章合并之后撤掉这个提交，恢复“连续”）。
-  let previous = -1;
-  dirs.forEach((name) => {
-    const number = Number(name.slice(0, 2));
-    if (previous === -1 ? number !== 0 : number <= previous) {
-      const expected = String(previous + 1).padStart(2, "0");
+  dirs.forEach((name, index) => {
+    const expected = String(index).padStart(2, "0");
+    if (!name.startsWith(`${expected}-`)) {
       throw new CourseError("CHAPTER_INVALID", `lessons/${name}：章节编号不连续，这里应当是第 ${expected} 章`);
     }
-    previous = number;
   });
   const chapters = dirs.map((name) => loadChapter(path.join(lessonsDir, name)));
   checkPrerequisites(chapters);
