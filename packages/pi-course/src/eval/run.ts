@@ -20,6 +20,7 @@ import type { SessionEntry } from "../session-entries.js";
 import { JsonlSessionStore } from "../session-store.js";
 import { textOf, type AgentContext, type Model } from "../types.js";
 import { fail, sessionMessages } from "./checks.js";
+import { routingCatalog, startLoopback } from "./routing.js";
 import type { CheckReport, EvalCheck, EvalContext, EvalReport, EvalTask } from "./types.js";
 
 // ── 类型 ────────────────────────────────────────────────────────
@@ -32,6 +33,8 @@ export interface RunEvalOptions {
   model?: Model;
   /** 临时目录建在哪里；默认系统的临时目录。 */
   tmpRoot?: string;
+  /** 第 18 章：runEvalTask 为带 routing 的任务起的回环服务器（调用方不用给）。 */
+  loopbackUrl?: string;
 }
 
 /** 记下每一次请求的模型：包在任何模型外面，原样转交。 */
@@ -153,6 +156,10 @@ async function runInside(task: EvalTask, root: string, options: RunEvalOptions):
       // 第 16 章：评测跑的是真正的 tiny-pi，它有 codemode。
       codemode: true,
       // #endregion
+      // #region lab 18.4 扩展
+      // 第 18 章：带 routing 的任务经过模型目录：回环服务器在前，脚本模型是备选。
+      ...(task.routing === undefined || options.loopbackUrl === undefined ? {} : { catalog: routingCatalog(options.loopbackUrl, model) }),
+      // #endregion
       // #region lab 14.2
     });
     sessionFile = runtime.sessionFile;
@@ -191,11 +198,14 @@ export async function runEvalTask(task: EvalTask, options: RunEvalOptions = {}):
   const started = performance.now();
   const root = await mkdtemp(path.join(options.tmpRoot ?? os.tmpdir(), `pi-eval-${task.id}-`));
   let report: Omit<EvalReport, "wallMs">;
+  // 第 18 章：带 routing 的任务先起一个回环服务器，跑完（成功或失败）就关掉。
+  const loopback = task.routing === undefined ? undefined : await startLoopback(task.routing.failWith);
   try {
     // 第 17 章：agent 目录里的文件（mcp.json）在 runtime 启动之前写好。
     if (task.agentFiles !== undefined) await writeFixture(path.join(root, "agent"), task.agentFiles);
-    report = await runInside(task, root, options);
+    report = await runInside(task, root, loopback === undefined ? options : { ...options, loopbackUrl: loopback.baseUrl });
   } finally {
+    await loopback?.close();
     await rm(root, { recursive: true, force: true });
   }
   return { ...report, wallMs: Math.round(performance.now() - started) };

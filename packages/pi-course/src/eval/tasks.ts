@@ -22,6 +22,7 @@ import {
   toolCallsPaired,
   toolErrors,
 } from "./checks.js";
+import { ROUTING_TASKS } from "./routing.js";
 import type { EvalTask } from "./types.js";
 
 // ── 写脚本的两个帮手 ────────────────────────────────────────────
@@ -231,4 +232,6 @@ export const VISIBLE_TASKS: EvalTask[] = [
     ],
     checks: [declaredFrom(2, "mcp__fs__read_text_file"), mcpResult("mcp__fs__read_text_file", "发布日期：3 月 14 日"), toolErrors(0), toolCallsPaired()],
   },
+  // 第 18 章：经过模型目录的任务。
+  ...ROUTING_TASKS,
 ];
