@@ -14,11 +14,6 @@ import type { Model } from "../types.js";
 import { answerIncludes, fail, pass, toolCallsPaired, toolErrors } from "./checks.js";
 import type { EvalCheck, EvalTask } from "./types.js";
 
-export interface EvalRouting {
-  /** 第一个物理模型（回环服务器）每次回的 HTTP 状态。 */
-  failWith: number;
-}
-
 export interface Loopback {
   baseUrl: string;
   close(): Promise<void>;

@@ -11,7 +11,6 @@ import type { CompactionSettings } from "../compaction.js";
 import type { ScriptedTurn } from "../scripted-model.js";
 import type { SessionEntry } from "../session-entries.js";
 import type { AgentContext } from "../types.js";
-import type { EvalRouting } from "./routing.js";
 
 /**
  * 一项检查依据的是哪类证据。
@@ -45,6 +44,11 @@ export interface EvalCheck {
   name: string;
   scope: CheckScope;
   run(context: EvalContext): CheckOutcome | Promise<CheckOutcome>;
+}
+
+/** 经过模型目录的任务（第 18 章）：第一个物理模型是回环服务器，每次都回这个 HTTP 状态。 */
+export interface EvalRouting {
+  failWith: number;
 }
 
 export interface EvalTask {
