@@ -1,6 +1,6 @@
 
 import { chapterAndDir, paint, print, runCommandLine, warn } from "./engine/cli.js";
-import { treeFingerprint } from "./engine/continue.js";
+import { readLearnerTree, treeFingerprint } from "./engine/continue.js";
 import { openChapter, openPracticeSession } from "./engine/course.js";
 import { CourseError } from "./engine/errors.js";
 import { practiceStart, shortHash } from "./engine/history.js";
@@ -49,7 +49,7 @@ await runCommandLine(HELP, { json: { type: "boolean" } }, async ({ values, posit
   const { dir, marker, file } = session;
 
   // 指纹在检查之前取：记下的是这次检查真正看到的代码（检查途中的保存不算）
-  const fingerprint = treeFingerprint(dir);
+  const fingerprint = treeFingerprint(readLearnerTree(dir));
   const check = await withPracticeLock(dir, () => checkPractice({ dir, chapter, chapters, scope: "all", integrity: { kitRoot: KIT_ROOT, history } }));
   const target = history.chapters[chapter.id]?.target ?? "";
 

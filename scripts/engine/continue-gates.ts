@@ -40,15 +40,16 @@ export async function prepareContinue(options: {
   const sourceMarker = readPracticeMarker(source);
 
   // 第三道关：那里的代码现在仍然通过。自 verify 通过以来一个文件都没变（课程也没更新），那次的全部通过就是答案
+  const learner = readLearnerTree(source);
   const verified = loaded.progress.verified[previous.id];
   const unchanged =
     verified?.fingerprint !== undefined &&
     path.resolve(verified.dir) === path.resolve(source) &&
     verified.target === history.chapters[previous.id]?.target &&
-    verified.fingerprint === treeFingerprint(source);
+    verified.fingerprint === treeFingerprint(learner);
   if (!unchanged) await recheckPrevious({ kitRoot, chapters, chapter, previous, history, source, stop: options.stop });
 
-  const learnerFiles = [...readLearnerTree(source).files.keys()];
+  const learnerFiles = [...learner.files.keys()];
   const resolve = (inputs: string[], option: string) => inputs.map((input) => resolveProjectFile(input, learnerFiles, option));
   const plan = await planContinue({
     kitRoot,

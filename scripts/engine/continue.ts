@@ -94,8 +94,7 @@ export function readLearnerTree(dir: string): { files: Map<string, Buffer>; link
  * 学习者目录此刻的指纹：接续会复制的每个文件与符号链接（路径和内容）。verify 通过时记下它；
  * 接续时指纹没变，就是 verify 亲眼看到全部通过的那份代码，不必再跑一遍上一章和更早各章的测试。
  */
-export function treeFingerprint(dir: string): string {
-  const { files, links } = readLearnerTree(dir);
+export function treeFingerprint({ files, links }: ReturnType<typeof readLearnerTree>): string {
   const hash = createHash("sha256");
   for (const file of [...files.keys()].sort()) hash.update(`f\0${file}\0${blobHash(files.get(file) as Buffer)}\0`);
   for (const link of [...links.keys()].sort()) hash.update(`l\0${link}\0${links.get(link)}\0`);
