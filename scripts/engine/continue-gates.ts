@@ -60,6 +60,7 @@ export async function prepareContinue(options: {
     sourceOrigin: sourceMarker?.origin,
     keepMine: resolve(options.keepMine, "--keep-mine"),
     useCourse: resolve(options.useCourse, "--use-course"),
+    learner,
   });
   if (plan.conflicts.length > 0) {
     throw new CourseError(

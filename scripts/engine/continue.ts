@@ -73,7 +73,16 @@ export function skippedPath(relative: string): boolean {
 }
 
 /** 学习者目录里的文件与符号链接（相对路径用 /）。 */
-export function readLearnerTree(dir: string): { files: Map<string, Buffer>; links: Map<string, string> } {
+export interface LearnerTree {
+  files: Map<string, Buffer>;
+  links: Map<string, string>;
+}
+
+/**
+ * 读出学习者目录。自己走目录而不用 readdir 的 recursive：跳过的目录（node_modules、dist）整棵不进去，
+ * 符号链接记成链接本身、不跟过去。
+ */
+export function readLearnerTree(dir: string): LearnerTree {
   const files = new Map<string, Buffer>();
   const links = new Map<string, string>();
   const walk = (absolute: string, prefix: string) => {
@@ -94,7 +103,7 @@ export function readLearnerTree(dir: string): { files: Map<string, Buffer>; link
  * 学习者目录此刻的指纹：接续会复制的每个文件与符号链接（路径和内容）。verify 通过时记下它；
  * 接续时指纹没变，就是 verify 亲眼看到全部通过的那份代码，不必再跑一遍上一章和更早各章的测试。
  */
-export function treeFingerprint({ files, links }: ReturnType<typeof readLearnerTree>): string {
+export function treeFingerprint({ files, links }: LearnerTree): string {
   const hash = createHash("sha256");
   for (const file of [...files.keys()].sort()) hash.update(`f\0${file}\0${blobHash(files.get(file) as Buffer)}\0`);
   for (const link of [...links.keys()].sort()) hash.update(`l\0${link}\0${links.get(link)}\0`);
@@ -156,6 +165,8 @@ export async function planContinue(options: {
   sourceOrigin?: ContinueOrigin | undefined;
   useCourse?: readonly string[];
   keepMine?: readonly string[];
+  /** 已经读出的学习者目录（接续的关卡刚读过一遍，就不再读第二遍）；不给时现读。 */
+  learner?: LearnerTree;
 }): Promise<ContinuePlan> {
   const { kitRoot, chapters, chapter, history, source } = options;
   const previous = previousChapter(chapters, chapter);
@@ -163,7 +174,7 @@ export async function planContinue(options: {
   const useCourse = new Set(options.useCourse ?? []);
   const keepMine = new Set(options.keepMine ?? []);
   const { start, base, theirs, contents } = await courseStart(kitRoot, chapter, history);
-  const learner = readLearnerTree(source);
+  const learner = options.learner ?? readLearnerTree(source);
 
   const files = new Map<string, Buffer>();
   const origin: ContinueOrigin = {
