@@ -88,6 +88,19 @@ export interface AfterToolCallResult {
 }
 export type AfterToolCall = (context: AfterToolCallContext, signal: AbortSignal) => Promise<AfterToolCallResult | undefined>;
 
+/**
+ * 一次改写只盖住它写出的字段：content、details、isError 各自可选，没写的保持原样。
+ * afterToolCall 钩子与扩展的 tool_result 处理器守的是同一条规则，所以只写在这里。
+ */
+export function withOverride<T extends { content: TextContent[]; details?: unknown; isError: boolean }>(base: T, override: AfterToolCallResult): T {
+  // 副本与 base 同型：下面只换掉同名、同类型的字段
+  const merged: T = { ...base };
+  if (override.content !== undefined) merged.content = override.content;
+  if (override.details !== undefined) merged.details = override.details;
+  if (override.isError !== undefined) merged.isError = override.isError;
+  return merged;
+}
+
 /** 钩子抛出（或 reject）时交给它：调用照样有结果，这里只负责让人知道。 */
 export type HookErrorHandler = (error: unknown, hook: "beforeToolCall" | "afterToolCall", toolCall: ToolCall) => void;
 
@@ -353,12 +366,7 @@ async function rewrittenResult(
   const outcome = await askHook(() => hook(context, signal), signal);
   if (outcome.kind === "failed") report(outcome.error, "afterToolCall", context.toolCall);
   if (outcome.kind !== "decided" || outcome.value === undefined) return context.result;
-  const override = outcome.value;
-  const result: ToolResultMessage = { ...context.result };
-  if (override.content !== undefined) result.content = override.content;
-  if (override.details !== undefined) result.details = override.details;
-  if (override.isError !== undefined) result.isError = override.isError;
-  return result;
+  return withOverride(context.result, outcome.value);
 }
 
 function defaultHookError(error: unknown, hook: string, toolCall: ToolCall): void {

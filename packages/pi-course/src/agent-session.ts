@@ -43,7 +43,7 @@ import { contextItems, unwritable, type SessionTree } from "./session-tree.js";
 import type { ExtensionRunner, LifecycleEvent } from "./extensions.js";
 import type { Resources } from "./resources.js";
 import { resourcePatch, resourceSections } from "./resources/sections.js";
-import { expandPromptTemplate, type PromptTemplate } from "./resources/skills.js";
+import { expandPromptTemplate, splitSlashCommand, type PromptTemplate } from "./resources/skills.js";
 import type { CommandResult } from "./shell.js";
 import type { AgentTool } from "./tools.js";
 import { currentSystemMessage, userMessage, type AgentMessage, type Model, type SystemMessage } from "./types.js";
@@ -372,10 +372,8 @@ export class AgentSession {
   /** `/name 参数`：扩展命令优先（它处理了就交回 undefined），否则按提示模板展开；都不是就原样交回。 */
   private async slash(input: string): Promise<string | undefined> {
     // #region lab 12.6
-    const space = input.search(/\s/);
-    const name = space === -1 ? input.slice(1) : input.slice(1, space);
-    const args = space === -1 ? "" : input.slice(space + 1).trim();
-    if (this.options.extensions !== undefined && (await this.options.extensions.runCommand(name, args))) return undefined;
+    const command = splitSlashCommand(input);
+    if (command !== undefined && this.options.extensions !== undefined && (await this.options.extensions.runCommand(command.name, command.args))) return undefined;
     return expandPromptTemplate(input, this.templates);
     // #endregion
   }

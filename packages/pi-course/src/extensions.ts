@@ -16,7 +16,7 @@
  */
 
 import { withTimeout } from "./agent.js";
-import { ABORTED, untilAborted } from "./agent-loop.js";
+import { ABORTED, untilAborted, withOverride } from "./agent-loop.js";
 import type { CustomMessageInput } from "./messages.js";
 import type {
   ContextEvent,
@@ -296,7 +296,7 @@ export class ExtensionRunner {
    */
   async emitToolResult(event: ToolResultEvent, signal: AbortSignal = NEVER_ABORTED): Promise<ToolResultEventResult | undefined> {
     // #region lab 12.4
-    const current: ToolResultEvent = { ...event };
+    let current = event;
     let changed = false;
     for (const [extension, handler] of this.handlersOf("tool_result")) {
       try {
@@ -308,9 +308,7 @@ export class ExtensionRunner {
           this.report(extension, "tool_result", new Error(`改写不合规，保留原结果：${problem}`));
           continue;
         }
-        if (result.content !== undefined) current.content = result.content;
-        if (result.details !== undefined) current.details = result.details;
-        if (result.isError !== undefined) current.isError = result.isError;
+        current = withOverride(current, result);
         changed = true;
       } catch (error) {
         this.report(extension, "tool_result", error);

@@ -27,6 +27,11 @@ test("文本投影有损，但不修改原 content", () => {
 
   assert.equal(textOf(message), "先读取\n再回答");
   assert.deepEqual(message.content, before);
+  // 构造函数的默认值：没有覆盖的字段照课文写的来
+  assert.deepEqual(
+    { provider: message.provider, model: message.model, usage: message.usage },
+    { provider: "scripted", model: "scripted-v1", usage: { input: 0, output: 0, totalTokens: 0 } },
+  );
 });
 
 test("error 终态自行结束流，result() 交出事件里的同一条 AssistantMessage", { timeout: 1_000 }, async () => {
@@ -47,6 +52,16 @@ test("error 终态自行结束流，result() 交出事件里的同一条 Assista
   const result = await stream.result();
   assert.equal(result, failed);
   assert.equal(result.errorMessage, "socket reset");
+
+  // done 也是终态：之前的事件照样看得到，result() 交出 done 带的那条消息
+  const finished = new AssistantMessageEventStream();
+  const answer = assistantMessage([text("好了")], "stop", { timestamp: 2_001 });
+  finished.push({ type: "start", partial: assistantMessage([]) });
+  finished.push({ type: "done", reason: "stop", message: answer });
+  const order: string[] = [];
+  for await (const event of finished) order.push(event.type);
+  assert.deepEqual(order, ["start", "done"]);
+  assert.equal(await finished.result(), answer);
 });
 
 const replayedTranscript: AgentMessage[] = [

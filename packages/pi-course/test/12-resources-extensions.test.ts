@@ -933,7 +933,8 @@ test("12.6 `/name`：扩展命令先处理（不问模型，抛出只报告）�
   });
   await session.prompt("/boom");
   assert.deepEqual(errors, [{ extensionPath: "ext-1.ts", event: "command", error: "/boom：命令坏了" }]);
-  await session.prompt("/note 先看测试");
+  // 参数文字去掉两端空白：命令拿到的就是用户写的那几个字
+  await session.prompt("/note   先看测试  ");
   assert.equal(model.requests.length, 0);
   // 只有 /name、没有参数：处理器拿到的参数是空串，不是命令本身。
   await session.prompt("/note");

@@ -112,16 +112,24 @@ export function substituteArgs(content: string, args: readonly string[]): string
   // #endregion
 }
 
+/**
+ * `/name 参数…` 拆成名字（/ 之后、第一个空白之前）与参数文字（其余，两端空白去掉）；不以 / 开头就不是命令。
+ * 提示模板与会话的扩展命令（实践 12.6）用同一个拆法。
+ */
+export function splitSlashCommand(text: string): { name: string; args: string } | undefined {
+  if (!text.startsWith("/")) return undefined;
+  const space = text.search(/\s/);
+  if (space === -1) return { name: text.slice(1), args: "" };
+  return { name: text.slice(1, space), args: text.slice(space + 1).trim() };
+}
+
 /** `/name 参数…` 且 name 是一个模板：展开它；否则原样交回（包括不认识的 /name）。 */
 export function expandPromptTemplate(text: string, templates: readonly PromptTemplate[]): string {
   // #region lab 12.2
-  if (!text.startsWith("/")) return text;
-  const space = text.search(/\s/);
-  const name = space === -1 ? text.slice(1) : text.slice(1, space);
-  const template = templates.find((candidate) => candidate.name === name);
-  if (template === undefined) return text;
-  const rest = space === -1 ? "" : text.slice(space + 1);
-  return substituteArgs(template.content, parseCommandArgs(rest));
+  const command = splitSlashCommand(text);
+  const template = templates.find((candidate) => candidate.name === command?.name);
+  if (command === undefined || template === undefined) return text;
+  return substituteArgs(template.content, parseCommandArgs(command.args));
   // #endregion
 }
 
