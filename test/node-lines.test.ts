@@ -2,7 +2,10 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { test } from "node:test";
 
-import { LINES, suitePassed, summaryCounts } from "../scripts/ci/node-lines.ts";
+import { FIRST_LINE_ELSEWHERE, FIRST_LINE_ENV, LINES, firstLineElsewhere, firstLineOnlySkips, suitePassed, summaryCounts } from "../scripts/ci/node-lines.ts";
+import { continueChain } from "../scripts/engine/chain.ts";
+import { loadChapters } from "../scripts/engine/chapters.ts";
+import { LESSONS_DIR } from "../scripts/engine/paths.ts";
 
 test("CI 的汇总：管道里的 TAP（# pass）与 Node 24 起的 spec（ℹ pass）都读得出，取最后一次", () => {
   const tap = "# pass 3\n# fail 0\n...\n# tests 184\n# suites 40\n# pass 184\n# fail 0\n# cancelled 0\n";
@@ -40,4 +43,14 @@ test("按名字启动的 node（npm、测试里的 npm 命令都用它）与正�
   const onPath = spawnSync("node", ["--version"], { encoding: "utf8" });
   assert.equal(onPath.status, 0, onPath.stderr);
   assert.equal(onPath.stdout.trim(), process.version, "用 PATH 最前面的 node 运行 npm test（CI 由 scripts/ci/node-lines.ts 设置 PATH）");
+});
+
+test("第一条线以外要跳过的项：每章一项变异，加上接续链的每一章；只有 elsewhere 才算", () => {
+  const chapters = loadChapters(LESSONS_DIR);
+  const chain = continueChain(chapters);
+  assert.ok(chain.length > 0 && chain[0] === "03", "接续链从第 03 章开始");
+  assert.equal(firstLineOnlySkips(chapters), chapters.length + chain.length);
+  assert.equal(firstLineElsewhere({ [FIRST_LINE_ENV]: FIRST_LINE_ELSEWHERE }), true);
+  assert.equal(firstLineElsewhere({}), false);
+  assert.equal(firstLineElsewhere({ [FIRST_LINE_ENV]: "" }), false);
 });

@@ -4,12 +4,15 @@
 //
 //   node --import tsx scripts/ci/node-lines.ts install      只安装（或核对）钉死的版本
 //   node --import tsx scripts/ci/node-lines.ts test [线…]   在各条线上依次运行 npm test，例如 test 24 26
-//   … test --mutations-everywhere                          每条线都做自检的变异（默认只在第一条线上做）
+//   … test --all-on-every-line                             每条线都做只在第一条线上做的两类检查
 //
-// 自检承诺 10 的变异（每章几十次“改一处、编译、跑聚焦测试”）检验的是章节测试守不守得住教学代码的改动：
-// 变异与测试都是同一份代码，结论不随 Node 版本变；每条线都会照常验证这些测试在它上面全部通过（承诺 3、4）。
-// 所以默认只在第一条线上做变异，其余的线设 PI_COURSE_SELFCHECK_MUTATIONS=elsewhere，每章的那一项登记为跳过，
-// 汇总里被跳过的恰好是每章一项才算通过。这样省下三条线上的变异（CI 时间的最大一块）。
+// 有两类检查，结论不随 Node 版本变，默认只在第一条线上做：
+// - 自检承诺 10 的变异（每章几十次“改一处、跑聚焦测试”）检验的是章节测试守不守得住教学代码的改动：
+//   变异与测试都是同一份代码；每条线都会照常验证这些测试在它上面全部通过（承诺 3、4）。
+// - 接续链（test/continue-chain.test.ts，一位写法处处不同的学习者从第 03 章 --continue 到最后一章）：
+//   它独有的是三方合并，那是 git 的事；它在每章跑的测试，每条线的承诺 3、4 都跑过。
+// 其余的线设 PI_COURSE_FIRST_LINE_ONLY=elsewhere，这些项登记为跳过；汇总里被跳过的恰好是
+// 每章一项变异加上接续链的每一章，才算通过。这样省下三条线上 CI 时间最大的两块。
 // 与本机 node 同一条线时直接用本机的 node，不下载。
 //
 // 每条线打印一行汇总（版本、通过/失败数、秒数）；任何一条失败，退出码非零。
@@ -20,7 +23,8 @@ import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, re
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
-import { loadChapters } from "../engine/chapters.js";
+import { loadChapters, type Chapter } from "../engine/chapters.js";
+import { continueChain } from "../engine/chain.js";
 
 const KIT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const STORE = path.join(KIT, ".node-lines");
@@ -43,11 +47,21 @@ export const LINES: readonly NodePin[] = [
 ];
 
 /**
- * 设为 elsewhere 时，自检承诺 10 的变异（不含编译失败用例）登记为跳过（test/_selfcheck/chapters.ts 读它）。
- * 只由本文件给第一条线以外的线设置；不设时（本机的 npm test）照常全做。
+ * 设为 elsewhere 时，自检承诺 10 的变异（不含编译失败用例，test/_selfcheck/chapters.ts 读它）与接续链
+ * （test/continue-chain.test.ts）登记为跳过。只由本文件给第一条线以外的线设置；不设时（本机的 npm test）照常全做。
  */
-export const MUTATIONS_ENV = "PI_COURSE_SELFCHECK_MUTATIONS";
-export const MUTATIONS_ELSEWHERE = "elsewhere";
+export const FIRST_LINE_ENV = "PI_COURSE_FIRST_LINE_ONLY";
+export const FIRST_LINE_ELSEWHERE = "elsewhere";
+
+/** 这个进程是不是第一条线以外的线（只在第一条线上做的检查要跳过）。 */
+export function firstLineElsewhere(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env[FIRST_LINE_ENV] === FIRST_LINE_ELSEWHERE;
+}
+
+/** 第一条线以外的线上应当跳过几项：每章一项变异，加上接续链的每一章。 */
+export function firstLineOnlySkips(chapters: readonly Chapter[]): number {
+  return chapters.length + continueChain(chapters).length;
+}
 
 class LineError extends Error {}
 
@@ -153,13 +167,13 @@ interface SuiteResult {
  * 在一条线上运行 npm test。PATH 最前面放上这条线的 bin（本机的线不改 PATH）：
  * npm、npm 脚本里的 node、测试里按名字启动的 node 与 npm 都用它；用 process.execPath 的子进程随之一致。
  */
-function runSuite(label: string, pathPrefix: string | undefined, expected: string, mutations: boolean): Promise<SuiteResult> {
+function runSuite(label: string, pathPrefix: string | undefined, expected: string, firstLine: boolean): Promise<SuiteResult> {
   const env = { ...process.env };
   if (pathPrefix) env.PATH = `${pathPrefix}${path.delimiter}${env.PATH ?? ""}`;
-  if (mutations) delete env[MUTATIONS_ENV];
-  else env[MUTATIONS_ENV] = MUTATIONS_ELSEWHERE;
+  if (firstLine) delete env[FIRST_LINE_ENV];
+  else env[FIRST_LINE_ENV] = FIRST_LINE_ELSEWHERE;
   // 不做变异的线上，每章的变异一项登记为跳过；别的测试一项也不许跳过
-  const expectedSkips = mutations ? 0 : loadChapters(path.join(KIT, "lessons")).length;
+  const expectedSkips = firstLine ? 0 : firstLineOnlySkips(loadChapters(path.join(KIT, "lessons")));
   const reported = spawnSync("node", ["--version"], { env, encoding: "utf8" }).stdout.trim();
   if (!reported.startsWith(`v${expected}`)) fail(`${label} 的 PATH 里的 node 是 ${reported}，应为 ${expected}`);
   mkdirSync(path.join(STORE, "logs"), { recursive: true });
@@ -182,19 +196,19 @@ function runSuite(label: string, pathPrefix: string | undefined, expected: strin
       const ok = suitePassed(code, counts, expectedSkips);
       // 没有汇总时（typecheck 失败、进程被结束）说出 npm test 是怎样结束的
       const ending = counts.tests === undefined ? `，npm test ${signal ? `被信号 ${signal} 结束` : `退出码 ${code}`}、没有测试汇总` : "";
-      const skips = `，跳过 ${counts.skipped ?? 0}${mutations ? "" : `（应为 ${expectedSkips}：变异在第一条线上做）`}`;
+      const skips = `，跳过 ${counts.skipped ?? 0}${firstLine ? "" : `（应为 ${expectedSkips}：变异与接续链在第一条线上做）`}`;
       const line = `${ok ? "✓" : "✗"} ${label.padEnd(14)} ${reported.padEnd(9)} 通过 ${counts.pass ?? "?"}/${counts.tests ?? "?"}，失败 ${counts.fail ?? "?"}，取消 ${counts.cancelled ?? "?"}${skips}，${seconds} 秒${ending}`;
       resolve({ ok, line, logFile, output });
     });
   });
 }
 
-const USAGE = "用法：node --import tsx scripts/ci/node-lines.ts install | test [--mutations-everywhere] [20 22 24 26]";
+const USAGE = "用法：node --import tsx scripts/ci/node-lines.ts install | test [--all-on-every-line] [20 22 24 26]";
 
 async function main(): Promise<void> {
   const [command, ...rest] = process.argv.slice(2);
-  const everywhere = rest.includes("--mutations-everywhere");
-  const wanted = rest.filter((arg) => arg !== "--mutations-everywhere");
+  const everywhere = rest.includes("--all-on-every-line");
+  const wanted = rest.filter((arg) => arg !== "--all-on-every-line");
   if (command !== "install" && command !== "test") fail(USAGE);
   const unknown = wanted.filter((name) => !LINES.some((pin) => pin.line === name));
   if (unknown.length > 0) fail(`没有这条版本线：${unknown.join("、")}（可选 ${LINES.map((pin) => pin.line).join("、")}）`);
