@@ -26,10 +26,16 @@ export function compiledKitCache(kitRoot) {
  * root 下 relative 目录（"." 是 root 本身）里的全部文件（递归），路径相对 root、用 / 分隔；目录不存在时是空的。
  * 只列普通文件（符号链接不算，也不顺着它走）；skipDirs 里的目录名在任何一层都跳过，例如 node_modules；
  * skip(相对路径) 为真的文件和目录也跳过。遍历途中被删掉的目录当作空的（watch 在学习者保存的同时遍历）。
- * 套件里所有“把一棵目录的文件列出来”的地方都用它。
+ * 套件里所有“把一棵目录的文件列出来”的地方都用它（要连符号链接一起列时用 entriesUnder）。
  */
-export function filesUnder(root, relative, { skipDirs = [], skip = () => false } = {}) {
+export function filesUnder(root, relative, options = {}) {
+  return entriesUnder(root, relative, options).files;
+}
+
+/** 同 filesUnder，另外列出符号链接本身（links，同样是相对 root 的路径；不顺着它走）。 */
+export function entriesUnder(root, relative, { skipDirs = [], skip = () => false } = {}) {
   const files = [];
+  const links = [];
   const walk = (dir) => {
     let entries;
     try {
@@ -44,10 +50,11 @@ export function filesUnder(root, relative, { skipDirs = [], skip = () => false }
       if (entry.isDirectory()) {
         if (!skipDirs.includes(entry.name)) walk(child);
       } else if (entry.isFile()) files.push(child);
+      else if (entry.isSymbolicLink()) links.push(child);
     }
   };
   walk(relative);
-  return files;
+  return { files, links };
 }
 
 /** 副本的输入：scripts/ 下的全部文件（.ts 编译，其余原样复制）、demo 引用的课程源码，以及两份 tsconfig。 */

@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
@@ -9,6 +9,7 @@ import { CourseError, usageError } from "./errors.js";
 import { listCommittedFiles, practiceStart, readCommittedFile, shortHash, type CourseHistory } from "./history.js";
 import type { Deviation } from "./deviation.js";
 import { COURSE_PACKAGE } from "./paths.js";
+import { entriesUnder } from "../kit-cache.mjs";
 import { withoutMarkers } from "./regions.js";
 import { practiceTeachingFiles } from "./starter.js";
 
@@ -78,25 +79,13 @@ export interface LearnerTree {
   links: Map<string, string>;
 }
 
-/**
- * 读出学习者目录。自己走目录而不用 readdir 的 recursive：跳过的目录（node_modules、dist）整棵不进去，
- * 符号链接记成链接本身、不跟过去。
- */
+/** 读出学习者目录：跳过的目录（node_modules、dist）整棵不进去，符号链接记成链接本身、不跟过去。 */
 export function readLearnerTree(dir: string): LearnerTree {
-  const files = new Map<string, Buffer>();
-  const links = new Map<string, string>();
-  const walk = (absolute: string, prefix: string) => {
-    for (const entry of readdirSync(absolute, { withFileTypes: true })) {
-      const relative = prefix ? `${prefix}/${entry.name}` : entry.name;
-      if (skippedPath(relative)) continue;
-      const full = path.join(absolute, entry.name);
-      if (entry.isSymbolicLink()) links.set(relative, readlinkSync(full));
-      else if (entry.isDirectory()) walk(full, relative);
-      else if (entry.isFile()) files.set(relative, readFileSync(full));
-    }
+  const { files, links } = entriesUnder(dir, ".", { skip: skippedPath });
+  return {
+    files: new Map(files.map((file) => [file, readFileSync(path.join(dir, file))])),
+    links: new Map(links.map((link) => [link, readlinkSync(path.join(dir, link))])),
   };
-  walk(dir, "");
-  return { files, links };
 }
 
 /**

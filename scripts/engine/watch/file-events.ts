@@ -122,6 +122,8 @@ function watchEvents(
  * Linux 上每个目录各监视一次（不用 recursive）：Node 的递归监视在 Linux 上是逐个文件挂上去的，
  * 编辑器“写临时文件再改名”保存一次之后，那个文件换了 inode，之后的保存就再也收不到了。
  * 目录的监视按名字报告其中文件的写入与改名，不受 inode 更换影响；新建的子目录随时补上。
+ * 这里自己走目录而不用 filesUnder：每个目录要先挂上监视、再列出它的子目录，
+ * 两步之间新建的子目录才不会漏掉；之后新出现的目录由事件补上，不是一次遍历能给的。
  */
 function watchDirectories(
   root: string,
