@@ -10,7 +10,6 @@
  */
 
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
 
 import type { ExtensionFactory, ToolCallEvent, ToolCallEventResult } from "./extensions.js";
@@ -144,9 +143,10 @@ export function outsideWorkspaceWarning(command: string, cwd: string): string | 
   const outside = command.split(/[\s'"=;|&()<>]+/).filter((token) => {
     if (token === "" || token === "/dev/null") return false;
     if (token.split("/").includes("..")) return true;
-    const absolute = token.startsWith("~") ? path.join(os.homedir(), token.slice(1)) : token;
-    if (!path.isAbsolute(absolute)) return false;
-    const relative = path.relative(cwd, absolute);
+    // 家目录（~、~/x，或 ~root 这样别人的）不按工作区算：shell 展开之后它在哪儿，这里说不准
+    if (token.startsWith("~")) return true;
+    if (!path.isAbsolute(token)) return false;
+    const relative = path.relative(cwd, token);
     return relative === ".." || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative);
   });
   if (outside.length === 0) return undefined;

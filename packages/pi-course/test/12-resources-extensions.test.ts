@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, stat, symlink, utimes, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
@@ -28,6 +28,7 @@ import {
   REMOVED_LEADING_SYSTEM_MESSAGE,
   type ExtensionError,
   type ExtensionFactory,
+  type ExtensionAPI,
 } from "../src/extensions.js";
 import { loadResources, type Resources } from "../src/resources.js";
 import { loadContextFiles, type ResourceDiagnostic } from "../src/resources/context-files.js";
@@ -542,21 +543,30 @@ test("12.5 tool_result、context、context_with_system 的处理器抛出只是�
 test("12.4 tool_result 的改写先验形状：content 不是文本块数组、details 写不成 JSON 都报告，保留原结果", { timeout: 2_000 }, async () => {
   const cycle: Record<string, unknown> = {};
   cycle["self"] = cycle;
-  const rewrites: unknown[] = [{ content: "不是数组" }, { content: [{ type: "image", data: "x" }] }, { details: { n: 1n } }, { details: cycle }, "不是对象"];
+  const rewrites: unknown[] = [
+    { content: "不是数组" },
+    { content: [{ type: "image", data: "x" }] },
+    { details: { n: 1n } },
+    { details: cycle },
+    "不是对象",
+    [{ type: "text", text: "数组也不是对象" }],
+    { content: [{ type: "text", text: 5 }] },
+  ];
   const { session, model, store, errors } = await scene(
     [reply(...rewrites.map((_, index) => call(`c${index + 1}`, "echo", { say: `${index + 1}` }))), reply(text("好"))],
     { tools: [echoTool([])], factories: [(pi) => pi.on("tool_result", (event) => rewrites[Number(event.toolCallId.slice(1)) - 1] as never)] },
   );
-  await session.prompt("说五遍");
+  await session.prompt("说七遍");
   const results = model.requests[1]!.messages.filter((message) => message.role === "toolResult");
-  assert.deepEqual(results.map((message) => resultText(message)), ["echo:1", "echo:2", "echo:3", "echo:4", "echo:5"]);
-  assert.deepEqual(errors.map((error) => [error.extensionPath, error.event]), Array(5).fill(["ext-1.ts", "tool_result"]));
+  assert.deepEqual(results.map((message) => resultText(message)), rewrites.map((_, index) => `echo:${index + 1}`));
+  assert.deepEqual(errors.map((error) => [error.extensionPath, error.event]), Array(rewrites.length).fill(["ext-1.ts", "tool_result"]));
   assert.ok(errors.every((error) => error.error.includes("改写不合规，保留原结果")), JSON.stringify(errors));
   assert.match(errors[0]!.error, /content/);
   assert.match(errors[2]!.error, /details/);
+  assert.match(errors[6]!.error, /content/, "text 不是字符串的块也不是文本块");
   // 会话文件照样能重新打开：存下的是原结果。
   const reopened = await SessionTree.open(store, { now: () => 1_000, newId: counter() });
-  assert.equal(reopened.buildSessionContext().filter((message) => message.role === "toolResult").length, 5);
+  assert.equal(reopened.buildSessionContext().filter((message) => message.role === "toolResult").length, rewrites.length);
 });
 
 test("12.4 tool_call 与 tool_result 的处理器一直不结束：abort 之后这次运行照样以 aborted 收场", { timeout: 2_000 }, async () => {
@@ -624,6 +634,7 @@ test("12.4 生命周期处理器拿到的是快照：turn_end 里改它给的消
 
 test("12.4 同名或形状不对的工具登记只是一条带文件名的诊断：那一项不进工具集，别的工具与会话照常", { timeout: 2_000 }, async () => {
   const log: string[] = [];
+  let later: ExtensionAPI | undefined;
   const { session, model, errors } = await scene([reply(call("c1", "echo", { say: "本地的" })), reply(text("好"))], {
     tools: [echoTool(log)],
     factories: [
@@ -634,7 +645,10 @@ test("12.4 同名或形状不对的工具登记只是一条带文件名的诊断
         pi.registerTool({ name: "bare", description: "没有参数表", parameters: null, execute: () => ({ content: [] }) } as never);
         pi.registerTool({ ...echoTool([]), name: "mine" });
       },
-      (pi) => pi.registerTool({ ...echoTool([]), name: "mine", description: "第二个 mine" }),
+      (pi) => {
+        later = pi;
+        pi.registerTool({ ...echoTool([]), name: "mine", description: "第二个 mine" });
+      },
     ],
   });
   await session.prompt("用工具");
@@ -652,9 +666,10 @@ test("12.4 同名或形状不对的工具登记只是一条带文件名的诊断
   assert.match(errors[2]!.error, /形状不对：name 必须是非空字符串/);
   assert.match(errors[3]!.error, /形状不对：bare 没有 parameters/);
   assert.match(errors[4]!.error, /mine.*已经有/);
-  // 再换一次工具集（之后登记的工具会触发它）：同一项不再重复报告。
+  // 再换一次工具集（之后登记的工具会触发它）：被拿掉的登记已经删掉，同一项不再重复报告。
+  later!.registerTool({ ...echoTool([]), name: "later" });
   await session.flush();
-  assert.equal(errors.length, 5);
+  assert.equal(errors.length, 5, JSON.stringify(errors.slice(5)));
 });
 
 /** 一个等几轮事件循环才完成的 echo：用来看同批的其余调用是不是被等完了。 */
@@ -709,6 +724,19 @@ test("12.4 抛出的 afterToolCall 保留原来的结果并报告；钩子卡住
   assert.equal(agent.state.error, undefined, "抛出的钩子不该让这次运行失败");
   assert.equal(resultText(throwing.requests[1]?.messages.at(-1)), "echo:hi", "afterToolCall 抛出时应当保留原来的结果");
   assert.deepEqual(hookErrors, ["afterToolCall:改写器坏了"]);
+
+  // 没给 onHookError：默认打印到 stderr（console.error），写明钩子与调用，并带上错误本身
+  const printed: unknown[][] = [];
+  const print = console.error;
+  console.error = (...args: unknown[]) => void printed.push(args);
+  try {
+    await new Agent({ model: new ScriptedModel([reply(call("c9", "echo", { say: "hi" })), reply(text("好"))], { now: () => 2_000 }), tools: [echoTool([])], afterToolCall }).prompt("说 hi");
+  } finally {
+    console.error = print;
+  }
+  assert.equal(printed.length, 1);
+  assert.match(String(printed[0]![0]), /afterToolCall[\s\S]*c9/);
+  assert.ok(printed[0]!.some((arg) => arg instanceof Error && arg.message === "改写器坏了"));
 
   for (const hook of ["beforeToolCall", "afterToolCall"] as const) {
     const model = new ScriptedModel([reply(call("c1", "echo", { say: "hi" })), reply(text("不会被问到"))], { now: () => 2_000 });
@@ -872,6 +900,15 @@ test("12.6 .pi/extensions 里的 .ts 与 .js 按文件名顺序加载：带类�
   (globalThis as { __order12?: string[] }).__order12 = [];
   await new ExtensionRunner(loaded.extensions).emit({ type: "turn_start", step: 1 });
   assert.deepEqual((globalThis as { __order12?: string[] }).__order12, ["a", "b"]);
+  // 改过的文件再加载：读到的是新内容，不是 import() 缓存里的旧模块
+  const plain = path.join(dir, "b-plain.js");
+  await writeFile(plain, "export default function (pi) { pi.on('turn_start', () => { globalThis.__order12.push('B'); }); }\n");
+  const later = new Date(Date.now() + 5_000);
+  await utimes(plain, later, later);
+  const reloaded = await loadExtensions(dir);
+  (globalThis as { __order12?: string[] }).__order12 = [];
+  await new ExtensionRunner(reloaded.extensions.filter((extension) => extension.path === plain)).emit({ type: "turn_start", step: 1 });
+  assert.deepEqual((globalThis as { __order12?: string[] }).__order12, ["B"]);
   assert.deepEqual(await loadExtensions(path.join(root, "没有这个目录")), { extensions: [], errors: [] });
 });
 
@@ -1094,4 +1131,7 @@ test("12.7 工作区之外的路径才提醒：工作区里的绝对路径与 /d
   assert.ok(parent?.includes("/srv/work"), String(parent));
   const elsewhere = outsideWorkspaceWarning("cat /etc/hosts", cwd);
   assert.ok(elsewhere?.includes("/etc/hosts"), String(elsewhere));
+  // ~ 开头的一律算：自己的家目录也好，~root 这样别人的家目录也好，都不按工作区算
+  const home = outsideWorkspaceWarning("cat ~/notes.txt ~root/.ssh/id_rsa", cwd);
+  assert.ok(home?.includes("~/notes.txt") && home.includes("~root/.ssh/id_rsa"), String(home));
 });
