@@ -56,6 +56,10 @@ test("缺了工具结果的 trace 被拒绝：错误点名 call_1，终端上一
     },
   );
   assert.deepEqual(shown, []);
+  // 对照：完整的 trace 一行不少地交给 print
+  const printed: string[] = [];
+  showTrace(README_TRACE, (line) => printed.push(line));
+  assert.deepEqual(printed, renderTrace(README_TRACE));
 });
 
 test("配对检查一次报告两种问题：认不出的结果，和没人回答的调用", () => {
