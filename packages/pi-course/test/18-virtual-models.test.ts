@@ -4,9 +4,12 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { PassThrough, Writable } from "node:stream";
 import test from "node:test";
 
 import { runAgentLoop, type AgentEvent } from "../src/agent-loop.js";
+import { InteractiveMode } from "../src/cli/interactive-mode.js";
+import { Output } from "../src/cli/output.js";
 import { formatEvalTable } from "../src/eval/report.js";
 import { routeRetried, ROUTING_TASKS } from "../src/eval/routing.js";
 import { loadCatalogFile, parseCatalogFile } from "../src/models/catalog-file.js";
@@ -478,6 +481,24 @@ test("18.4 tiny-pi 读 agent 目录里的 models.json：/model 只改当前分�
     assert.throws(() => modelCommand(runtime.model, "/model ghost"), /Unknown model ghost: not in the catalog\./);
     assert.equal(modelCommand(runtime.model, "你好"), undefined, "别的输入不归它管");
     assert.throws(() => modelCommand(runtime.model, "/model auto offline"), /用法：\/model \[名字\]/);
+    // 交互模式里的 /model 就是这个命令：回答写在屏幕上，不当成任务交给模型
+    const stdin = new PassThrough();
+    let screen = "";
+    const stdout = new Writable({
+      write(chunk, _encoding, done) {
+        screen += String(chunk);
+        done();
+      },
+    });
+    const repl = new InteractiveMode(runtime, { input: stdin, output: new Output(stdout), terminal: false, reopen: () => assert.fail("不该换会话") });
+    const finished = repl.run();
+    stdin.write("/model\n");
+    stdin.write("/exit\n");
+    // /model 若被当成任务交给了模型，REPL 要等那次运行：不干等，3 秒还没离开就算错
+    const left = await Promise.race([finished, new Promise<string>((resolve) => setTimeout(resolve, 3_000, "/exit 之后 3 秒还没离开").unref())]);
+    assert.equal(left, 0, screen);
+    assert.match(screen, /当前分支选中 auto；目录里有：offline\/offline、alpha\/m1、auto/);
+    assert.equal(busy!.bodies.length, 0, "/model 不问模型");
     await runtime.session.prompt("你好");
     await runtime.dispose();
     assert.equal(busy!.bodies[0]!.model, "m1");
@@ -496,6 +517,8 @@ test("18.4 tiny-pi 读 agent 目录里的 models.json：/model 只改当前分�
 
   await writeFile(path.join(agentDir, "models.json"), JSON.stringify({ models: [{ provider: "alpha" }] }));
   await assert.rejects(createRuntime({ cwd, agentDir, env: {} }), /模型目录 .*models\.json 写得不对：models\[0\] 要有字符串 provider 与 id。/);
+  await writeFile(path.join(agentDir, "models.json"), JSON.stringify({ models: [{ provider: 5, id: "m1" }] }));
+  await assert.rejects(createRuntime({ cwd, agentDir, env: {} }), /models\[0\] 要有字符串 provider 与 id。/, "provider 是数字也不行");
 
   // models.json 的每一种写错都有一句话；agent 目录不存在或不是目录时当作没有目录文件。
   const wrong: [unknown, RegExp][] = [
