@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
 import { mkdtempSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -42,8 +43,11 @@ const EVERYTHING = binOf("@modelcontextprotocol/server-everything");
  *   silent-init   initialize 永远不回答        old-version   回答 2024-11-05
  *   repeat-cursor tools/list 的游标绕回来      deaf          不理 stdin 的 EOF（SIGTERM 照常生效）
  *   stubborn      不理 stdin 的 EOF 与 SIGTERM，自己再开一个同样倔的子进程
+ *   endless       tools/list 永远有新的下一页，每页往 stderr 写一句 page N
+ *   twice         第二个参数是计数文件：前两次启动照常，之后一启动就退出（重启也会失败）
  * 工具：echo、crash（写一句 stderr 再退出）、never（永远不回答）、slow（报进度）、huge（先写一行超长的）、
- * last-ping（服务器问过的 ping 得到了什么）、cancelled（收到过的 notifications/cancelled）、add-extra / drop-extra（工具变了）。
+ * last-ping（服务器问过的 ping 得到了什么）、cancelled（收到过的 notifications/cancelled）、add-extra / drop-extra（工具变了）、
+ * fail（isError 的结果）、break-list（此后 tools/list 的回答坏掉，再通知工具变了）。
  */
 const FIXTURE = String.raw`
 const mode = process.argv[2] ?? "normal";
@@ -52,6 +56,12 @@ const send = (message) => process.stdout.write(JSON.stringify({ jsonrpc: "2.0", 
 // 5 秒比测试等进程消失的 3 秒长：SIGKILL 漏掉了谁，测试照样看得见。
 const ORPHAN = "const parent = process.ppid; let orphaned = 0; setInterval(() => { if (process.ppid !== parent && (orphaned ||= Date.now()) < Date.now() - 5000) process.exit(0); }, 500).unref();";
 eval(ORPHAN);
+if (mode === "twice") {
+  const fs = await import("node:fs");
+  const starts = fs.existsSync(process.argv[3]) ? Number(fs.readFileSync(process.argv[3], "utf8")) + 1 : 1;
+  fs.writeFileSync(process.argv[3], String(starts));
+  if (starts > 2) { process.stderr.write("fixture: start " + starts + " refused\n"); process.exit(1); }
+}
 if (mode === "stubborn") {
   process.on("SIGTERM", () => {});
   const { spawn } = await import("node:child_process");
@@ -59,8 +69,10 @@ if (mode === "stubborn") {
   send({ method: "pids", params: { pid: process.pid, child: child.pid } });
   setInterval(() => {}, 1000);
 }
-let tools = ["echo", "crash", "never", "slow", "huge", "last-ping", "cancelled", "add-extra", "drop-extra", "weird", "nocontent"];
+let tools = ["echo", "crash", "never", "slow", "huge", "last-ping", "cancelled", "add-extra", "drop-extra", "weird", "nocontent", "fail", "break-list"];
 let lastPing = "none";
+let brokenList = false;
+let pages = 0;
 const cancelled = [];
 const schema = { type: "object", properties: { text: { type: "string" }, steps: { type: "number" }, ms: { type: "number" } } };
 const info = (name) => ({ name, description: "fixture tool " + name, inputSchema: name === "weird" ? { type: "object", properties: { x: { anyOf: [{ type: "string" }, { type: "number" }] } } } : schema });
@@ -79,7 +91,8 @@ function handle(message) {
   }
   if (message.method === "tools/list") {
     const cursor = message.params?.cursor;
-    if (mode === "bad-list") return send({ id: message.id, result: { tools: "none" } });
+    if (mode === "bad-list" || brokenList) return send({ id: message.id, result: { tools: "none" } });
+    if (mode === "endless") { pages += 1; process.stderr.write("page " + pages + "\n"); return send({ id: message.id, result: { tools: [], nextCursor: "c" + pages } }); }
     if (mode === "repeat-cursor") return send({ id: message.id, result: { tools: [info("echo")], nextCursor: cursor === "a" ? "b" : "a" } });
     if (cursor === undefined) return send({ id: message.id, result: { tools: tools.slice(0, 2).map(info), nextCursor: "page-2" } });
     return send({ id: message.id, result: { tools: tools.slice(2).map(info) } });
@@ -89,6 +102,8 @@ function handle(message) {
     const token = message.params._meta?.progressToken;
     if (name === "echo") return reply(message.id, "echo:" + args.text);
     if (name === "nocontent") return send({ id: message.id, result: {} });
+    if (name === "fail") return send({ id: message.id, result: { content: [{ type: "text", text: "fixture says no" }], isError: true } });
+    if (name === "break-list") { brokenList = true; reply(message.id, "ok"); return send({ method: "notifications/tools/list_changed" }); }
     if (name === "crash") { process.stderr.write("boom: fixture crashed on purpose\n"); setTimeout(() => process.exit(3), 10); return; }
     if (name === "never") return;
     if (name === "huge") { process.stdout.write("x".repeat(5000) + "\n"); return reply(message.id, "after the huge line"); }
@@ -284,6 +299,7 @@ test("17.1 一行一条消息：半行留到下一块补完，一块里的几行
   const bad = decoder.push('Server listening on stdio\n{"id":4}\n');
   assert.deepEqual(bad.messages, [{ id: 4 }]);
   assert.match(bad.problems[0] ?? "", /跳过一行不是 JSON 的输出：Server listening/);
+  assert.deepEqual(new LineDecoder().push(`${"日志".repeat(50)}\n`).problems, [`跳过一行不是 JSON 的输出：${"日志".repeat(40)}`], "问题里只带这一行的前 80 个字符");
   const long = decoder.push("y".repeat(40));
   assert.deepEqual(long.messages, []);
   assert.deepEqual(long.problems, ["丢弃一行超过 32 字节的消息。"], "缓冲超过上限就丢掉，不等换行");
@@ -345,6 +361,12 @@ test("17.1 进度让期限重新开始，但不超过 maxTimeoutMs；调用方�
   controller.abort();
   await assert.rejects(aborted, (error: RpcError) => error.code === "aborted");
   assert.deepEqual(sent.at(-1), { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 2, reason: "请求 tools/call 被调用方取消了。" } });
+  const kept = new AbortController();
+  const answered = rpc.request("tools/list", {}, { timeoutMs: 1_000, signal: kept.signal });
+  assert.equal(getEventListeners(kept.signal, "abort").length, 1);
+  rpc.handle({ jsonrpc: "2.0", id: 3, result: { tools: [] } });
+  await answered;
+  assert.equal(getEventListeners(kept.signal, "abort").length, 0, "回答了就摘掉 signal 上的监听：一个一直用着的 signal 不会越挂越多");
 
   const pending = [rpc.request("a", {}, { timeoutMs: 1_000 }), rpc.request("b", {}, { timeoutMs: 1_000 })];
   rpc.close("连接断了");
@@ -380,11 +402,14 @@ test("17.2 stderr 只留最后一段；关闭先关 stdin，不理 EOF 的收到
   tail.push("789ab");
   assert.equal(tail.toString(), "456789ab");
 
+  const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === "Timeout").length;
+  const before = timers();
   const polite = new StdioTransport({ command: process.execPath, args: [await fixture(), "normal"], graceMs: 2_000, onMessage: () => {} });
   track(polite.pid);
   const started = Date.now();
   await polite.close();
   assert.ok(Date.now() - started < 1_500, "读到 EOF 就退出的服务器不用等宽限");
+  assert.equal(timers(), before, "进程退出了，宽限的计时器也清掉了：关完之后不留计时器");
 
   const deafExits: unknown[] = [];
   const deaf = new StdioTransport({ command: process.execPath, args: [await fixture(), "deaf"], graceMs: 150, onMessage: () => {}, onExit: (exit) => deafExits.push(exit) });
@@ -433,11 +458,14 @@ test("17.3 tools/list 跟着 nextCursor 翻页；同一个游标第二次出现�
   const paged = await fixtureSession(t, "normal");
   await paged.start();
   assert.deepEqual(paged.tools.map((tool) => tool.name).slice(0, 4), ["echo", "crash", "never", "slow"], "两页的工具都在");
-  assert.equal(paged.tools.length, 11);
+  assert.equal(paged.tools.length, 13);
   const looping = await fixtureSession(t, "repeat-cursor");
   await assert.rejects(looping.start(), /tools\/list 第二次给出游标 a：停止翻页/);
   const bad = await fixtureSession(t, "bad-list");
   await assert.rejects(bad.start(), /MCP 服务器 fx 的 tools\/list 回答里没有 tools。/);
+  // 游标从不重复的服务器：正好翻 100 页就停（stderr 的最后一行是它写下的页数）。
+  const endless = await fixtureSession(t, "endless");
+  await assert.rejects(endless.start(), (error: Error) => /MCP 服务器 fx 的工具超过 100 页：停止翻页。/.test(error.message) && error.message.endsWith("\npage 100"));
   await assert.rejects(paged.callTool("nocontent", {}), /MCP 服务器 fx 的 tools\/call 回答里没有 content。/);
   await paged.close();
   await assert.rejects(paged.listTools(), /MCP 服务器 fx 现在不可用：会话已经关闭。/);
@@ -469,15 +497,29 @@ test("17.3 调用带着进度、超时发 cancelled 而连接照旧；服务器�
   assert.deepEqual(ping, { jsonrpc: "2.0", id: "s1", result: {} });
   assert.equal((await session.callTool("huge", {})).content[0]?.text, "after the huge line");
   assert.deepEqual(problems, ["MCP 服务器 fx：丢弃一行超过 3000 字节的消息。"]);
+  // 没给 maxTimeoutMs：报着进度的调用最多等 timeoutMs 的 4 倍。
+  const requests = t.mock.method(RpcClient.prototype, "request");
+  session.options.maxTimeoutMs = undefined;
+  await session.callTool("echo", { text: "期限" });
+  const options = requests.mock.calls.find((call) => call.arguments[0] === "tools/call")?.arguments[2];
+  assert.deepEqual([options?.timeoutMs, options?.maxTimeoutMs], [200, 800], "maxTimeoutMs 默认是 timeoutMs 的 4 倍");
 });
 
 test("17.3 崩溃：待决的调用一次全被拒绝、原因带着 stderr；此刻调用立刻失败；有限次地重启，工具又能调用", { timeout: 8_000 }, async (t) => {
   const states: McpSessionState["kind"][] = [];
   const problems: string[] = [];
   let early: Promise<string> | undefined;
-  const session = await fixtureSession(t, "normal", {
-    maxRestarts: 1,
-    restartDelayMs: 50,
+  // 重启的间隔：restartDelayMs × 2^次数。记下会话排的每个短计时器（RPC 的超时是 2 秒、宽限是 200 ms，不混进来）。
+  const delays: number[] = [];
+  const realSetTimeout = globalThis.setTimeout;
+  t.mock.method(globalThis, "setTimeout", ((callback: () => void, ms?: number) => {
+    if (ms !== undefined && ms < 150) delays.push(ms);
+    return realSetTimeout(callback, ms);
+  }) as typeof setTimeout);
+  const session = await fixtureSession(t, "twice", {
+    args: [await fixture(), "twice", path.join(fixtureDir, "twice-starts")],
+    maxRestarts: 3,
+    restartDelayMs: 20,
     onProblem: (p) => problems.push(p),
     onState: (state) => {
       states.push(state.kind);
@@ -495,19 +537,28 @@ test("17.3 崩溃：待决的调用一次全被拒绝、原因带着 stderr；�
   await until(() => session.state.kind === "ready");
   assert.equal((await session.callTool("echo", { text: "又来了" })).content[0]?.text, "echo:又来了");
   assert.equal(await early, "MCP 服务器 fx 现在不可用：它还没有就绪（正在启动或重启）。");
+  // 第三次启动起小服务器一启动就退出：起不来的重启也算一次，会话回到 down，隔着翻倍的间隔再试，用完次数就停下。
   await assert.rejects(session.callTool("crash", {}), /退出了/);
   await until(() => problems.length > 0);
-  assert.deepEqual(problems, ["MCP 服务器 fx 已经重启了 1 次，不再重启。"]);
-  assert.deepEqual(states, ["ready", "down", "starting", "ready", "down"]);
+  assert.deepEqual(problems, ["MCP 服务器 fx 已经重启了 3 次，不再重启。"]);
+  assert.deepEqual(states, ["ready", "down", "starting", "ready", "down", "starting", "down", "starting", "down"]);
+  assert.deepEqual(delays, [20, 40, 80], "每次重启前的间隔翻倍");
+  assert.match(session.state.kind === "down" ? session.state.reason : "", /没能启动：MCP 服务器 fx 退出了（退出码 1）。\nstderr 的最后几行：\nfixture: start 4 refused/);
 });
 
-test("17.3 list_changed：重新列出工具交给 onToolsChanged", { timeout: 8_000 }, async (t) => {
+test("17.3 list_changed：重新列出工具交给 onToolsChanged；列不出来只报一句，工具照旧", { timeout: 8_000 }, async (t) => {
   const changes: string[][] = [];
-  const session = await fixtureSession(t, "normal", { onToolsChanged: (tools) => changes.push(tools.map((tool) => tool.name)) });
+  const problems: string[] = [];
+  const session = await fixtureSession(t, "normal", { onToolsChanged: (tools) => changes.push(tools.map((tool) => tool.name)), onProblem: (problem) => problems.push(problem) });
   await session.start();
   await session.callTool("add-extra", {});
   await until(() => changes.length === 1);
   assert.ok(changes[0]!.includes("extra"));
+  await session.callTool("break-list", {});
+  await until(() => problems.length === 1);
+  assert.deepEqual(problems, ["MCP 服务器 fx 没能重新列出工具：MCP 服务器 fx 的 tools/list 回答里没有 tools。"]);
+  assert.equal(changes.length, 1, "列不出来就不通知 onToolsChanged");
+  assert.ok(session.tools.some((tool) => tool.name === "extra"), "工具还是上一次列出的");
 });
 
 // ── 17.4 进注册表：名字、参数、结果、配置、tiny-pi ───────────────
@@ -596,6 +647,8 @@ test("17.4 官方 server-filesystem 的工具进注册表：默认 deferred，�
   const fxRegistry = new ToolRegistry();
   fx.sync(fxRegistry);
   assert.deepEqual(problems, ["跳过 MCP 服务器 fx 的工具 weird：参数.x 的类型 undefined 课程的 schema 写不出来。"]);
+  const refusedByServer = await executeToolCall(fxRegistry, { type: "toolCall", id: "f", name: "mcp__fx__fail", arguments: {} }, { signal: new AbortController().signal });
+  assert.deepEqual([refusedByServer.isError, textOf(refusedByServer)], [true, "fixture says no"], "服务器的 isError: true 照样是出错的工具结果");
   const synced = new Promise<{ added: string[]; removed: string[] }>((resolve) => {
     session.options.onToolsChanged = () => resolve(fx.sync(fxRegistry));
   });
@@ -626,19 +679,19 @@ test("17.4 配置：agent 目录的 mcp.json 总是读，项目的只在信任�
   const { cwd, agentDir } = await project(t);
   await writeFile(
     path.join(agentDir, "mcp.json"),
-    JSON.stringify({ mcpServers: { fs: { command: "node", args: ["a.js"], timeoutMs: 5_000 }, "bad name": { command: "x" }, nocmd: {}, odd: { command: "x", exposure: "everywhere" } } }),
+    JSON.stringify({ mcpServers: { fs: { command: "node", args: ["a.js"], env: { FS_MODE: "ro" }, timeoutMs: 5_000 }, "bad name": { command: "x" }, nocmd: {}, odd: { command: "x", exposure: "everywhere" } } }),
   );
   await writeFile(path.join(cwd, ".pi", "mcp.json"), JSON.stringify({ mcpServers: { fs: { command: "node", args: ["b.js"], exposure: "direct", cwd: "." } } }));
   const untrusted = await loadMcpConfig({ agentDir, cwd, trusted: false });
-  assert.deepEqual(untrusted.servers.map((server) => [server.name, server.args, server.timeoutMs, server.exposure]), [["fs", ["a.js"], 5_000, "deferred"]]);
+  assert.deepEqual(untrusted.servers.map((server) => [server.name, server.args, server.env, server.timeoutMs, server.exposure]), [["fs", ["a.js"], { FS_MODE: "ro" }, 5_000, "deferred"]]);
   assert.deepEqual(untrusted.problems.map((problem) => problem.replace(/^.*mcp\.json：/, "")), [
     "跳过服务器 bad name：名字只能用字母、数字、_ 与 -。",
     "跳过服务器 nocmd：command 应当是非空的字符串。",
     "跳过服务器 odd：exposure 应当是 direct、model-only、codemode、deferred、hidden 之一。",
   ]);
-  assert.deepEqual(parseMcpConfig({}, "x.json", cwd).problems, ["x.json：没有 mcpServers 对象。"]);
+  for (const body of [{}, { mcpServers: [] }, { mcpServers: null }]) assert.deepEqual(parseMcpConfig(body, "x.json", cwd).problems, ["x.json：没有 mcpServers 对象。"], "数组与 null 也不是 mcpServers 对象");
   assert.deepEqual(
-    parseMcpConfig({ mcpServers: { a: 5, b: { command: "x", args: "y" }, c: { command: "x", env: { K: 1 } }, d: { command: "x", timeoutMs: 0 } } }, "x.json", cwd).problems,
+    parseMcpConfig({ mcpServers: { a: 5, b: { command: "x", args: "y" }, c: { command: "x", env: { K: 1 } }, d: { command: "x", timeoutMs: 0 }, e: { command: "x", timeoutMs: 1 } } }, "x.json", cwd).problems,
     ["x.json：跳过服务器 a：应当是一个对象。", "x.json：跳过服务器 b：args 应当是字符串的数组。", "x.json：跳过服务器 c：env 应当是值为字符串的对象。", "x.json：跳过服务器 d：timeoutMs 应当是正数。"],
   );
   assert.deepEqual(await loadMcpConfig({ agentDir: path.join(agentDir, "none"), cwd, trusted: false }), { servers: [], problems: [] }, "没有 mcp.json 不是问题");
@@ -684,6 +737,9 @@ test("17.4 tiny-pi 读 mcp.json：离线模型先 tool_search，再调用 filesy
   const search = { name: "tool_search", description: "", parameters: {} };
   assert.deepEqual(decideMcp([ask, searched], [search]), { kind: "answer", text: none }, "找过一次还是没有，就不再找");
   assert.equal(decideMcp([ask], [search])?.kind, "call");
+  const other: ToolResultMessage = { ...searched, toolName: "read" };
+  const next = decideMcp([ask, other], [search]);
+  assert.deepEqual([next?.kind, next?.kind === "call" ? next.name : undefined], ["call", "tool_search"], "别的工具的结果不算找过");
   assert.equal(decideMcp([userMessage("读 a.txt", 1)], [search]), undefined, "不是“用 MCP 读”的提示留给别的规则");
 });
 
@@ -698,4 +754,14 @@ test("17.4 eval 的 mcp-read 在真正的 runtime 上通过（server-filesystem 
   const impostor: ToolResultMessage = { role: "toolResult", toolCallId: "x", toolName: "mcp__fs__read_text_file", content: [{ type: "text", text: "发布日期：3 月 14 日" }], isError: false, timestamp: 1 };
   const context = { workspace: "", entries: [{ type: "message", id: "e1", parentId: null, timestamp: 1, message: impostor }], requests: [], events: [], finalAnswer: "" } as unknown as EvalContext;
   assert.deepEqual(await mcpResult("mcp__fs__read_text_file", "发布日期").run(context), { ok: false, reason: "mcp__fs__read_text_file 的结果不是 MCP 服务器交回的" }, "同名却不是 MCP 服务器交回的结果不算");
+  // 名字与 reason 里的片段只留前 30 个字符。
+  const long = "发布日期：3 月 14 日，地点是二号会议室，主持人是王工，记录人是李工";
+  const genuine = (body: string) => ({ ...context, entries: [{ type: "message", id: "e1", parentId: null, timestamp: 1, message: { ...impostor, content: [{ type: "text", text: body }], details: { kind: "mcp", server: "fs", tool: "read_text_file" } } }] }) as unknown as EvalContext;
+  const check = mcpResult("mcp__fs__read_text_file", long);
+  assert.equal(check.name, "MCP 工具 mcp__fs__read_text_file 交回了 “发布日期：3 月 14 日，地点是二号会议室，主持人是王工，…”");
+  assert.deepEqual(await check.run(genuine(long)), { ok: true, reason: "mcp__fs__read_text_file 交回了 “发布日期：3 月 14 日，地点是二号会议室，主持人是王工，…”" });
+  assert.deepEqual(await check.run(genuine("发布日期：3 月 14 日")), {
+    ok: false,
+    reason: "mcp__fs__read_text_file 交回的是 “发布日期：3 月 14 日”，里面没有 “发布日期：3 月 14 日，地点是二号会议室，主持人是王工，…”",
+  });
 });
