@@ -76,7 +76,7 @@ function show(item: Message): string {
   }
 }
 
-/** 种子里的九个条目（id 从 1 起）：带错字的话、被打断的回复、两个调用、倒着写的两条结果、系统条目、最后的回复、修改、备注。 */
+/** 开头的九个条目（id 从 1 起）：带错字的话、被打断的回复、两个调用、倒着写的两条结果、系统条目、最后的回复、修改、备注。 */
 function nineEntries(): EntryRecord[] {
   const drafts: EntryDraft[] = [
     message(user("read a and b")),
@@ -225,7 +225,7 @@ test("19.2 同一个调用只认第一条结果；前面没有调用的结果丢
 
 // ── 19.3 系统基线与补丁 ────────────────────────────────────────
 
-test("19.3 种子的场景：九个条目拼出六条消息；从调用处分叉得到两条补上的结果", () => {
+test("19.3 开头的场景：九个条目拼出六条消息；从调用处分叉得到两条补上的结果", () => {
   const entries = nineEntries();
   const view = context(entries);
   assert.deepEqual(view.messages.map(show), [
