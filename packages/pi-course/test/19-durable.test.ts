@@ -105,6 +105,8 @@ class MemoryStore implements DurableStore {
   gate: Promise<void> | undefined;
   failWith: Error | undefined;
   inCommit = false;
+  /** 每次提交要花的毫秒数：让“没等提交就往下走”的代码露出来。 */
+  delayMs = 0;
   async load(): Promise<EntryRecord[]> {
     return this.batches.flat();
   }
@@ -112,6 +114,7 @@ class MemoryStore implements DurableStore {
     this.inCommit = true;
     try {
       if (this.gate !== undefined) await this.gate;
+      if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
       if (this.failWith !== undefined) throw this.failWith;
       this.batches.push([...records]);
     } finally {
@@ -498,6 +501,7 @@ const read = (runs: string[], log?: () => DurableLog, seenIntent?: boolean[]) =>
 
 test("19.5 Agent 跑在记录上：用户的话与系统基线一批提交；带着调用的回复提交之后工具才跑；请求只从记录拼出，前缀逐字节不变", async () => {
   const store = new MemoryStore();
+  store.delayMs = 5;
   const log = await DurableLog.open(store);
   const runs: string[] = [];
   const intent: boolean[] = [];

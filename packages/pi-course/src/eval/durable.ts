@@ -22,13 +22,20 @@ import { Workspace } from "../workspace.js";
 import { answerIncludes, fail, pass, toolCallsPaired, toolErrors } from "./checks.js";
 import type { EvalCheck, EvalTask } from "./types.js";
 
-/** 记录里的消息换成第 10 章的 message 条目（一条链），第 14 章的检查就能读。 */
+/** 恢复时写下的条目，换成第 10 章条目时另记一个 custom 条目：哪个工具、怎样恢复的。 */
+export const DURABLE_RECOVERY = "durable_recovery";
+
+/** 记录里的消息换成第 10 章的 message 条目（一条链），第 14 章的检查就能读；恢复写下的条目再跟一个 custom 条目。 */
 export function asSessionEntries(entries: readonly EntryRecord[]): SessionEntry[] {
   const converted: SessionEntry[] = [];
+  const link = (id: string) => ({ id, parentId: converted.at(-1)?.id ?? null });
   for (const entry of entries) {
     for (const message of entry.model ?? []) {
-      const id = `${entry.id}-${converted.length}`;
-      converted.push({ type: "message", id, parentId: converted.at(-1)?.id ?? null, timestamp: new Date(message.timestamp).toISOString(), message });
+      converted.push({ type: "message", ...link(`${entry.id}-${converted.length}`), timestamp: new Date(message.timestamp).toISOString(), message });
+      const how = (entry.data as { recovered?: string } | undefined)?.recovered;
+      if (how !== undefined && message.role === "toolResult") {
+        converted.push({ type: "custom", ...link(`${entry.id}-${converted.length}`), timestamp: new Date(message.timestamp).toISOString(), customType: DURABLE_RECOVERY, data: { how, toolName: message.toolName } });
+      }
     }
   }
   return converted;
@@ -91,6 +98,8 @@ export function recoveredAs(name: string, how: "rerun" | "interrupted"): EvalChe
     name: `重新打开时 ${name} 的调用${how === "rerun" ? "重跑了一次" : "记成 interrupted、没有重跑"}`,
     scope: "run",
     run(context) {
+      const recovered = context.entries.filter((entry) => entry.type === "custom" && entry.customType === DURABLE_RECOVERY && (entry.data as { toolName: string }).toolName === name);
+      if (recovered.length !== 1) return fail(`重新打开时 ${name} 被恢复了 ${recovered.length} 次，应当恰好 1 次：第一次运行没有死在这个工具里，或者没有重新打开`);
       const results = context.entries.flatMap((entry) => (entry.type === "message" && entry.message.role === "toolResult" && entry.message.toolName === name ? [entry.message] : []));
       if (results.length !== 1) return fail(`${name} 有 ${results.length} 条结果，应当恰好 1 条`);
       const interrupted = (results[0]!.details as { kind?: string } | undefined)?.kind === "interrupted";
