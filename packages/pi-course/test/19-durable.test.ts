@@ -66,13 +66,16 @@ function message(...model: Message[]): EntryDraft {
 function show(item: Message): string {
   switch (item.role) {
     case "system":
-      return `system:${JSON.stringify(item.sections ?? {})}`;
+      return `system ${JSON.stringify(item.sections ?? {})}`;
     case "user":
-      return `user: ${item.content.map((block) => block.text).join("")}`;
-    case "assistant":
-      return `assistant: ${item.content.map((block) => (block.type === "text" ? block.text : `call(${block.id})`)).join(" ")}`;
+      return `user「${item.content.map((block) => block.text).join("")}」`;
+    case "assistant": {
+      const words = item.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("");
+      const calls = item.content.flatMap((block) => (block.type === "toolCall" ? [` ->${block.id}`] : [])).join("");
+      return `assistant「${words}」${calls}`;
+    }
     case "toolResult":
-      return `result(${item.toolCallId})`;
+      return `result<-${item.toolCallId}`;
   }
 }
 
@@ -128,7 +131,7 @@ class MemoryStore implements DurableStore {
 
 test("19.1 每个条目交出自己的消息、最新一次修改的替换，或者什么也不交；edit、note 与没有 model 的条目自己不交", () => {
   const original = record(1, message(user("helo")));
-  assert.deepEqual(contribute(original, undefined).map(show), ["user: helo"]);
+  assert.deepEqual(contribute(original, undefined).map(show), ["user「helo」"]);
   assert.ok(Object.isFrozen(contribute(original, undefined)), "交回的数组是冻住的");
 
   const entries = [
@@ -139,7 +142,7 @@ test("19.1 每个条目交出自己的消息、最新一次修改的替换，或
     record(5, message(user("later"))),
   ];
   const edits = newestEdits(entries);
-  assert.deepEqual(contribute(original, edits.get(1)).map(show), ["user: hello there"], "同一个条目的修改，最新的那次算数");
+  assert.deepEqual(contribute(original, edits.get(1)).map(show), ["user「hello there」"], "同一个条目的修改，最新的那次算数");
   assert.equal(edits.get(5), undefined, "修改只能指向更早的条目");
   assert.deepEqual(contribute(entries[1]!, edits.get(2)), [], "edit 条目自己什么也不交");
   assert.deepEqual(contribute(original, { target: 1, action: "omit" }), [], "omit 让条目什么也不交");
@@ -147,7 +150,7 @@ test("19.1 每个条目交出自己的消息、最新一次修改的替换，或
   assert.deepEqual(contribute(record(6, { kind: "note", data: "for the UI", model: [user("not for the model")] }), undefined), [], "note 不进上下文");
   assert.deepEqual(contribute(record(7, { kind: "pi.partial", data: { partial: reply("half") } }), undefined), [], "没有 model 的条目什么也不交");
   assert.equal(original.model?.length, 1, "原来的条目一个字节也没变");
-  assert.deepEqual(context(entries).messages.map(show), ["user: hello there", "user: later"]);
+  assert.deepEqual(context(entries).messages.map(show), ["user「hello there」", "user「later」"]);
 });
 
 test("19.1 aborted、error、deferred 的回复不进上下文，记录里原样留着；deferred 的回复不执行它的调用", async () => {
@@ -160,7 +163,7 @@ test("19.1 aborted、error、deferred 的回复不进上下文，记录里原样
     record(5, message(reply("", [], "length"))),
     record(6, message(reply("done"))),
   ];
-  assert.deepEqual(context(entries).messages.map(show), ["user: go", "assistant: ", "assistant: done"]);
+  assert.deepEqual(context(entries).messages.map(show), ["user「go」", "assistant「」", "assistant「done」"]);
   assert.equal(entries.length, 6, "排除的回复仍在记录里");
 
   const deferred = reply("later", [call("x")], "deferred");
@@ -196,12 +199,12 @@ test("19.2 工具结果挪到调用它的回复后面，按调用的顺序，排
     reply("p and q ok"),
   ];
   assert.deepEqual(pairResults(messages).map(show), [
-    "user: look",
-    "assistant: two calls call(p) call(q)",
-    "result(p)",
-    "result(q)",
-    "user: also check the tests",
-    "assistant: p and q ok",
+    "user「look」",
+    "assistant「two calls」 ->p ->q",
+    "result<-p",
+    "result<-q",
+    "user「also check the tests」",
+    "assistant「p and q ok」",
   ]);
 });
 
@@ -214,7 +217,7 @@ test("19.2 同一个调用只认第一条结果；前面没有调用的结果丢
     result("stray", "nobody asked"),
     result("early", "after its call? no: its call never came"),
   ]);
-  assert.deepEqual(paired.map(show), ["assistant: one call(k) call(m)", "result(k)", "result(m)"]);
+  assert.deepEqual(paired.map(show), ["assistant「one」 ->k ->m", "result<-k", "result<-m"]);
   const [, first, missing] = paired as [Message, ToolResultMessage, ToolResultMessage];
   assert.equal(first.content[0]!.text, "first");
   assert.equal(missing.isError, true);
@@ -232,18 +235,18 @@ test("19.3 开头的场景：九个条目拼出六条消息；从调用处分叉
   const entries = nineEntries();
   const view = context(entries);
   assert.deepEqual(view.messages.map(show), [
-    'system:{"cwd":"<cwd>/repo</cwd>"}',
-    "user: read files a and b",
-    "assistant: reading call(a) call(b)",
-    "result(a)",
-    "result(b)",
-    "assistant: a and b look fine",
+    'system {"cwd":"<cwd>/repo</cwd>"}',
+    "user「read files a and b」",
+    "assistant「reading」 ->a ->b",
+    "result<-a",
+    "result<-b",
+    "assistant「a and b look fine」",
   ]);
   assert.equal(entries.length, 9, "九个条目都还在");
   assert.equal((entries[0]!.model![0] as { content: { text: string }[] }).content[0]!.text, "read a and b", "带错字的原话没被删");
 
   const fork = context(entries, { until: 3 });
-  assert.deepEqual(fork.messages.map(show), ["user: read a and b", "assistant: reading call(a) call(b)", "result(a)", "result(b)"]);
+  assert.deepEqual(fork.messages.map(show), ["user「read a and b」", "assistant「reading」 ->a ->b", "result<-a", "result<-b"]);
   for (const missing of fork.messages.slice(2) as ToolResultMessage[]) {
     assert.equal(missing.isError, true);
     assert.equal(missing.content[0]!.text, MISSING_RESULT_TEXT);
@@ -264,7 +267,7 @@ test("19.3 之后的系统条目只写变了的段（null 删掉，没变不写�
   assert.deepEqual(baseline?.model?.[0], { role: "system", content: "", sections: desired, timestamp: 1 }, "第一次：整份基线");
   entries.push(record(2, baseline!), record(3, message(reply("first answer"))));
   const firstRequest = context(entries).messages;
-  assert.deepEqual(firstRequest.map(show)[0], `system:${JSON.stringify(desired)}`, "基线写在问题之后，发送时在最前");
+  assert.deepEqual(firstRequest.map(show)[0], `system ${JSON.stringify(desired)}`, "基线写在问题之后，发送时在最前");
 
   assert.equal(systemDraft(entries, desired, 2), undefined, "一段都没变：不写条目");
   entries.push(record(4, message(user("second question"))));
@@ -272,16 +275,16 @@ test("19.3 之后的系统条目只写变了的段（null 删掉，没变不写�
   assert.deepEqual(patch?.model?.[0], { role: "system", content: "", sections: { cwd: "<cwd>/repo/packages</cwd>" }, timestamp: 2 });
   entries.push(record(5, patch!));
   const secondRequest = context(entries).messages;
-  assert.deepEqual(secondRequest.map(show).slice(-2), ["user: second question", 'system:{"cwd":"<cwd>/repo/packages</cwd>"}'], "补丁留在这次提问之后");
+  assert.deepEqual(secondRequest.map(show).slice(-2), ["user「second question」", 'system {"cwd":"<cwd>/repo/packages</cwd>"}'], "补丁留在这次提问之后");
 
   const serialized = (messages: readonly Message[]) => messages.map((item) => JSON.stringify(item)).join("\n");
   assert.ok(serialized(secondRequest).startsWith(`${serialized(firstRequest)}\n`), "第二次请求以第一次请求的全部字节开头");
-  assert.deepEqual(placeSystem([user("u"), firstRequest[0]!]).map(show), [show(firstRequest[0]!), "user: u"]);
+  assert.deepEqual(placeSystem([user("u"), firstRequest[0]!]).map(show), [show(firstRequest[0]!), "user「u」"]);
 
   const reordered = systemDraft(entries, { cwd: "<cwd>/repo/packages</cwd>", preamble: "You are terse.", rules: "<rules>run the tests</rules>" }, 3);
   assert.deepEqual(reordered?.model?.map(show), [
-    'system:{"preamble":null,"cwd":null,"rules":null}',
-    'system:{"cwd":"<cwd>/repo/packages</cwd>","preamble":"You are terse.","rules":"<rules>run the tests</rules>"}',
+    'system {"preamble":null,"cwd":null,"rules":null}',
+    'system {"cwd":"<cwd>/repo/packages</cwd>","preamble":"You are terse.","rules":"<rules>run the tests</rules>"}',
   ], "段的先后变了：先全部删掉，再整份写一遍");
   assert.equal(orderChanged({ a: "1", b: "2" }, { a: "1", b: "2", c: "3" }), false, "新段接在后面不算换了先后");
 });
@@ -297,12 +300,12 @@ test("19.3 带 head 的条目开始新的范围；它后面没有系统条目时
   ];
   assert.deepEqual(rangeOf(entries).map((entry) => entry.id), [4, 5]);
   assert.deepEqual(rangeOf(entries, 3).map((entry) => entry.id), [1, 2, 3], "截在 head 之前：还是旧的范围");
-  assert.deepEqual(context(entries).messages.map(show), ["user: Summary: we talked about /w.", "user: new question"], "head 之前的系统条目不在这段上下文里");
+  assert.deepEqual(context(entries).messages.map(show), ["user「Summary: we talked about /w.」", "user「new question」"], "head 之前的系统条目不在这段上下文里");
 
   const rebase = systemDraft(entries, desired, 2);
   assert.deepEqual(rebase?.model?.[0], { role: "system", content: "", sections: desired, timestamp: 2 }, "head 之后没有系统条目：整份基线");
   entries.push(record(6, rebase!));
-  assert.deepEqual(context(entries).messages.map(show)[0], `system:${JSON.stringify(desired)}`);
+  assert.deepEqual(context(entries).messages.map(show)[0], `system ${JSON.stringify(desired)}`);
   assert.equal(systemDraft(entries, desired, 3), undefined);
 });
 
@@ -521,8 +524,8 @@ test("19.5 Agent 跑在记录上：用户的话与系统基线一批提交；带
   assert.deepEqual(intent, [true], "工具开始时，带着这个调用的回复已经提交");
   assert.equal(commitDuringTool, false, "工具不在提交里跑");
   assert.deepEqual(store.batches[0]!.map((entry) => entry.kind), ["message", "pi.system"], "用户的话与系统基线同一批，系统条目写在后面");
-  assert.deepEqual(model.requests[0]!.messages.map(show), ['system:{"preamble":"Be terse.","cwd":"/repo"}', "user: check a.txt"]);
-  assert.deepEqual(model.requests[1]!.messages.map(show).slice(2), ["assistant: reading call(c1)", "result(c1)"]);
+  assert.deepEqual(model.requests[0]!.messages.map(show), ['system {"preamble":"Be terse.","cwd":"/repo"}', "user「check a.txt」"]);
+  assert.deepEqual(model.requests[1]!.messages.map(show).slice(2), ["assistant「reading」 ->c1", "result<-c1"]);
   assert.equal((model.requests[1]!.messages.at(-1) as ToolResultMessage).content[0]!.text, "contents of a.txt", "下一次请求等结果提交完才拼：不是补上的那条");
   assert.deepEqual(session.entries.map((entry) => entry.kind), ["message", "pi.system", "pi.partial", "message", "message", "message"]);
 
@@ -530,7 +533,7 @@ test("19.5 Agent 跑在记录上：用户的话与系统基线一批提交；带
   await session.prompt("and now?");
   const serialized = (request: AgentContext) => request.messages.map((item) => JSON.stringify(item)).join("\n");
   assert.ok(serialized(model.requests[2]!).startsWith(`${serialized(model.requests[1]!)}\n`), "第三次请求以第二次请求的全部字节开头");
-  assert.deepEqual(model.requests[2]!.messages.map(show).slice(-2), ["user: and now?", 'system:{"cwd":"/repo/packages"}']);
+  assert.deepEqual(model.requests[2]!.messages.map(show).slice(-2), ["user「and now?」", 'system {"cwd":"/repo/packages"}']);
 
   // 带着调用的回复没能提交（结局不确定）：会话停用，工具不跑，prompt 抛出那一句。
   const failing = new MemoryStore();
@@ -596,7 +599,7 @@ test("19.5 流式回复至多每 100 毫秒存一个检查点；重新打开时�
   assert.equal(aborted.stopReason, "aborted");
   assert.equal(aborted.errorMessage, RECOVERED_PARTIAL);
   assert.equal((aborted.content[0] as { text: string }).text, "alpha beta gam", "最后一个检查点的文字");
-  assert.deepEqual(reopened.context().messages.map(show), ['system:{"preamble":"p"}', "user: count again"], "模型看不到半截回复");
+  assert.deepEqual(reopened.context().messages.map(show), ['system {"preamble":"p"}', "user「count again」"], "模型看不到半截回复");
   const again = await DurableSession.open({ log: await DurableLog.open(crashed), model: new ScriptedModel([]), system: () => ({ preamble: "p" }) });
   assert.equal(again.recovery.aborted.length, 0, "恢复过一次的检查点不再恢复");
 });
@@ -628,8 +631,8 @@ test("19.5 重新打开时没有结果的调用：safe 的工具再跑一次，�
 
   await session.resume();
   assert.equal(model.requests.length, 1);
-  assert.deepEqual(model.requests[0]!.messages.map(show).slice(-2), ["result(r1)", "result(p1)"]);
-  assert.equal(show(session.context().messages.at(-1)!), "assistant: read ok; payment needs a check");
+  assert.deepEqual(model.requests[0]!.messages.map(show).slice(-2), ["result<-r1", "result<-p1"]);
+  assert.equal(show(session.context().messages.at(-1)!), "assistant「read ok; payment needs a check」");
   await session.resume();
   assert.equal(model.requests.length, 1, "记录不以工具结果结尾时 resume 什么也不做");
 });

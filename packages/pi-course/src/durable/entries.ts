@@ -11,7 +11,7 @@
  * 同一批提交的条目共用一个。
  */
 
-import type { AssistantMessage, Message } from "../types.js";
+import type { Message, StopReason } from "../types.js";
 
 // ── 类型 ────────────────────────────────────────────────────────
 
@@ -42,7 +42,8 @@ export interface EntryRecord extends EntryDraft {
 }
 
 /** 这三种结束原因的回复不是回答：被打断的、出错的、被 Provider 推迟的。它们留在记录里，但不进上下文。 */
-export const EXCLUDED_STOP_REASONS: ReadonlySet<AssistantMessage["stopReason"]> = new Set(["aborted", "error", "deferred"]);
+const NOT_ANSWERS: readonly StopReason[] = ["aborted", "error", "deferred"];
+export const EXCLUDED_STOP_REASONS: ReadonlySet<StopReason> = new Set(NOT_ANSWERS);
 
 // ── 纯函数 ──────────────────────────────────────────────────────
 
