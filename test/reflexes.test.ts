@@ -158,9 +158,17 @@ describe("忘了 --", () => {
 describe("规划中、还没写好的章节", () => {
   // 大纲里第一章还没有 lessons/ 目录的章节：写好一章，这里自动换成下一章
   const written = new Set(loadChapters(LESSONS_DIR).map((chapter) => chapter.id));
-  const planned = SYLLABUS.flatMap((part) => part.chapters).find((chapter) => !written.has(chapter.id))!.id;
+  const planned = SYLLABUS.flatMap((part) => part.chapters).find((chapter) => !written.has(chapter.id))?.id;
 
-  test(`checkpoint ${planned} 与 practice ${planned}：说它在规划中，而不是不存在`, async () => {
+  // 大纲的二十章都写好了：没有规划中的章节可以拿来试，只确认大纲与 lessons/ 一一对应。
+  if (planned === undefined) {
+    test("大纲的每一章都有 lessons/ 目录：没有规划中、还没写好的章节", () => {
+      assert.deepEqual([...written].sort(), SYLLABUS.flatMap((part) => part.chapters).map((chapter) => chapter.id).sort());
+    });
+  }
+
+  // 不登记为 skip：CI 按章数核对跳过的项数。
+  if (planned !== undefined) test(`checkpoint ${planned} 与 practice ${planned}：说它在规划中，而不是不存在`, async () => {
     for (const script of ["checkpoint", "practice"]) {
       const dir = path.join(work.dir, `planned-${script}`);
       const result = await runScript(script, script === "practice" ? [planned, dir] : [planned]);

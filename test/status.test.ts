@@ -48,13 +48,14 @@ test("做完最后一章以后回头补：先回到进行中（有练习目录�
 });
 
 describe("status：学习地图", () => {
-  test("空白进度：按部分列出规划的章节，已开放的可学，未写的标为未开放，下一章是 00", async () => {
+  test("空白进度：按部分列出规划的章节，二十章都已开放，下一章是 00", async () => {
     const { code, stdout, stderr } = await status(progressFile());
     assert.equal(code, 0, stderr);
     assert.match(stdout, /学习地图\s+已点亮 0\/\d+ 章（规划 20 章）/);
     for (const part of ["第一部分 地基", "第二部分 真实的智能体", "第三部分 有状态的运行时", "第四部分 扩展"]) assert.ok(stdout.includes(part), part);
     assert.match(stdout, /○ 03 保存一次完整的工具往返/);
-    assert.match(stdout, /· 19 先提交再可见：从追加日志重建上下文\s+未开放/);
+    assert.match(stdout, /○ 19 持久会话：先提交再显示，上下文从只追加的记录拼出/);
+    assert.doesNotMatch(stdout, /未开放/, "二十章都已开放");
     assert.match(stdout, /○ 00 .*← 下一章/);
     assert.match(stdout, /下一章：第 00 章 · /);
     assert.match(stdout, /提示：共展开 0 级 · 进度文件：/);
@@ -95,7 +96,8 @@ describe("status：学习地图", () => {
     assert.equal(map.planned, 20);
     assert.equal(map.lit, 0);
     assert.equal(map.next.id, "00");
-    assert.equal(map.parts[3]?.chapters.at(-1)?.state, "planned");
+    assert.equal(map.parts[3]?.chapters.at(-1)?.id, "19");
+    assert.ok(map.parts.every((part) => part.chapters.every((chapter) => chapter.state !== "planned")), "二十章都已开放");
   });
 
   test("损坏的进度文件：一行警告，按空白进度显示；status 只读，文件原样不动、也不备份", async () => {

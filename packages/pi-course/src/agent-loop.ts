@@ -170,6 +170,11 @@ export function planTurn(message: AssistantMessage): TurnPlan {
       if (calls.length === 0) return finish([], "stop");
       return finish(calls, "protocol_error", STOP_WITH_CALLS);
     case "length":
+    // #endregion
+    // #region lab 19.1 扩展
+    case "deferred":
+    // #endregion
+    // #region lab 7.3
     case "aborted":
       return finish(calls, message.stopReason);
     case "error":
@@ -190,6 +195,7 @@ const WHY_NOT_EXECUTED: Record<StopReason, string> = {
   length: "模型输出被截断（length），参数可能不完整",
   error: "模型这次生成出错（error）",
   aborted: "这次生成被取消了（aborted）",
+  deferred: "Provider 把这次回复推迟了（deferred）",
 };
 
 /** 没有执行的调用也要有一条结果：transcript 里每个 tool call 都必须配对，Provider 才肯接下一次请求。 */

@@ -31,8 +31,11 @@ export interface Usage {
   totalTokens: number;
 }
 
-/** 模型这次为什么停下；每个值对应 Agent 不同的下一步。 */
-export type StopReason = "stop" | "length" | "toolUse" | "error" | "aborted";
+/**
+ * 模型这次为什么停下；每个值对应 Agent 不同的下一步。
+ * deferred（第 19 章）：Provider 收下了请求，却把回复推迟到以后再给；这一条不是回答，只是“以后再说”。
+ */
+export type StopReason = "stop" | "length" | "toolUse" | "error" | "aborted" | "deferred";
 
 export interface SystemMessage {
   role: "system";
@@ -129,8 +132,8 @@ export interface AgentContext {
 
 // ── 模型事件 ────────────────────────────────────────────────────
 
-/** 正常结束的三种原因，由 done 事件携带。 */
-export type DoneReason = Extract<StopReason, "stop" | "length" | "toolUse">;
+/** 正常结束的几种原因，由 done 事件携带（deferred 也是：Provider 没有出错，只是推迟了回复）。 */
+export type DoneReason = Extract<StopReason, "stop" | "length" | "toolUse" | "deferred">;
 /** 失败结束的两种原因，由 error 事件携带。 */
 export type ErrorReason = Extract<StopReason, "error" | "aborted">;
 

@@ -26,6 +26,8 @@ export interface CliArgs {
   /** --trust：这一次信任这个项目，加载它的 .pi/extensions。 */
   trust: boolean;
   help: boolean;
+  /** 第 19 章 --durable：用持久会话（SQLite；Node 20 上是 JSONL）。 */
+  durable?: boolean;
 }
 
 export class UsageError extends Error {
@@ -50,6 +52,7 @@ export const USAGE = `用法：tiny-pi [选项] [任务…]
       --allow <规则>       不问就放行：bash、"bash:npm test"（这条命令前缀）、write、"write:路径"、edit；可以给多次
       --yolo               关掉批准闸门：每个工具调用都直接运行，不问
       --trust              这一次信任这个项目：加载它的 .pi/extensions（项目里的代码）
+      --durable            持久会话：每个项目一份，先提交再显示，被杀之后续上（SQLite；Node 20 上是 JSONL）
   -h, --help               显示这段说明
 
 批准闸门：bash、write、edit 执行之前先问你（y 这一次 / a 这个项目里以后都可以 / n 不可以）；
@@ -69,6 +72,7 @@ const OPTIONS = {
   allow: { type: "string", multiple: true },
   yolo: { type: "boolean" },
   trust: { type: "boolean" },
+  durable: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -121,6 +125,8 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
     throw new UsageError(`${mode === "json" ? "--mode json" : "-p"} 需要一个任务，例如：tiny-pi -p "请读取 README，然后告诉我项目名"`);
   }
   const session = values.continue === true ? "continue" : (values.session ?? "new");
-  return { mode, messages: positionals, session, allow: allowRules(values.allow ?? []), yolo: values.yolo === true, trust: values.trust === true, help };
+  // #endregion
+  // #region lab 19.5 扩展
+  return { mode, messages: positionals, session, allow: allowRules(values.allow ?? []), yolo: values.yolo === true, trust: values.trust === true, help, ...(values.durable === true ? { durable: true } : {}) };
   // #endregion
 }

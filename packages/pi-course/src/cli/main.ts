@@ -8,6 +8,7 @@
  */
 
 import type { Model } from "../types.js";
+import { runDurableMode } from "../durable/durable-mode.js";
 import { createRuntime, untrustedWarning, type ApprovalSettings, type Runtime, type RuntimeOptions } from "../runtime.js";
 import { parseCliArgs, USAGE, UsageError } from "./args.js";
 import { InteractiveMode } from "./interactive-mode.js";
@@ -68,6 +69,12 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     out.write(`${USAGE}\n`);
     return 0;
   }
+  // #endregion
+  // #region lab 19.5 扩展
+  // 第 19 章：--durable 不经 createRuntime，跑在持久会话上。
+  if (args.durable === true) return runDurableMode(args.messages, io);
+  // #endregion
+  // #region lab 13.3
   let runtime: Runtime;
   const onWarning = (message: string) => void err.write(`tiny-pi：警告：${message}\n`);
   // 交互模式由 REPL 来问（它要等运行时建好才有，所以这里先留一个转接）；打印与 JSON 模式不能问。

@@ -20,6 +20,7 @@ import type { SessionEntry } from "../session-entries.js";
 import { JsonlSessionStore } from "../session-store.js";
 import { textOf, type AgentContext, type Model } from "../types.js";
 import { fail, sessionMessages } from "./checks.js";
+import { runDurableTask, type DurableRun } from "./durable.js";
 import { routingCatalog, startLoopback } from "./routing.js";
 import type { CheckReport, EvalCheck, EvalContext, EvalReport, EvalTask } from "./types.js";
 
@@ -193,6 +194,36 @@ async function runInside(task: EvalTask, root: string, options: RunEvalOptions):
   // #endregion
 }
 
+/** 第 19 章：持久会话的任务。证据换成重新打开之后的记录，检查与报告和 runInside 相同。 */
+async function runDurableInside(task: EvalTask, root: string, options: RunEvalOptions): Promise<Omit<EvalReport, "wallMs">> {
+  const workspace = path.join(root, "workspace");
+  await writeFixture(workspace, task.files);
+  await mkdir(path.join(root, "agent"), { recursive: true });
+  const live = options.model !== undefined;
+  const model = recordRequests(options.model ?? new ScriptedModel(task.turns));
+  let run: DurableRun;
+  try {
+    run = await runDurableTask(task, workspace, path.join(root, "agent"), model);
+  } catch (thrown) {
+    run = { entries: [], events: [], error: (thrown as Error).message };
+  }
+  const steps = model.requests.length;
+  const error = run.error ?? runProblem(run.events, steps, live ? undefined : task.turns.length);
+  const context: EvalContext = { workspace, entries: run.entries, requests: model.requests, events: run.events, finalAnswer: finalAnswer(run.entries) };
+  const checks = await runChecks(task.checks.filter((check) => !live || check.scope === "workspace"), context);
+  const toolErrors = sessionMessages(run.entries).filter((message) => message.role === "toolResult" && message.isError).length;
+  return {
+    id: task.id,
+    title: task.title,
+    ok: error === undefined && checks.length > 0 && checks.every((check) => check.ok),
+    checks,
+    steps,
+    toolErrors,
+    tokens: requestTokens(model.requests),
+    ...(error === undefined ? {} : { error }),
+  };
+}
+
 /** 跑一个任务：每个任务一个新的临时目录，跑完（成功或失败）都删掉。 */
 export async function runEvalTask(task: EvalTask, options: RunEvalOptions = {}): Promise<EvalReport> {
   const started = performance.now();
@@ -203,7 +234,10 @@ export async function runEvalTask(task: EvalTask, options: RunEvalOptions = {}):
   try {
     // 第 17 章：agent 目录里的文件（mcp.json）在 runtime 启动之前写好。
     if (task.agentFiles !== undefined) await writeFixture(path.join(root, "agent"), task.agentFiles);
-    report = await runInside(task, root, loopback === undefined ? options : { ...options, loopbackUrl: loopback.baseUrl });
+    report =
+      task.durable !== undefined
+        ? await runDurableInside(task, root, options)
+        : await runInside(task, root, loopback === undefined ? options : { ...options, loopbackUrl: loopback.baseUrl });
   } finally {
     await loopback?.close();
     await rm(root, { recursive: true, force: true });

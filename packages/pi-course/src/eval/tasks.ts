@@ -22,6 +22,7 @@ import {
   toolCallsPaired,
   toolErrors,
 } from "./checks.js";
+import { DURABLE_TASKS } from "./durable.js";
 import { ROUTING_TASKS } from "./routing.js";
 import type { EvalTask } from "./types.js";
 
@@ -234,4 +235,6 @@ export const VISIBLE_TASKS: EvalTask[] = [
   },
   // 第 18 章：经过模型目录的任务。
   ...ROUTING_TASKS,
+  // 第 19 章：持久会话，中途死掉一次再续上。
+  ...DURABLE_TASKS,
 ];

@@ -51,6 +51,13 @@ export interface EvalRouting {
   failWith: number;
 }
 
+/** 持久会话的任务（第 19 章）：第一次运行死在 crashIn 这个工具里，再打开、恢复、续上。 */
+export interface EvalDurable {
+  crashIn: string;
+  /** 恢复时可以重跑的工具。 */
+  safeTools: string[];
+}
+
 export interface EvalTask {
   id: string;
   title: string;
@@ -71,6 +78,8 @@ export interface EvalTask {
   compaction?: CompactionSettings;
   /** 第 18 章：经过模型目录跑，第一个物理模型是回这个状态的回环服务器，脚本模型是备选。 */
   routing?: EvalRouting;
+  /** 第 19 章：跑在持久会话上，中途死掉一次再续上。 */
+  durable?: EvalDurable;
 }
 
 export interface CheckReport {
