@@ -102,12 +102,16 @@ test("14.1 配对检查按 id 与次序：少一条结果、结果与调用次�
 test("14.1 请求检查看模型真正收到的消息：摘要以 user 身份到达才算数，泄露的片段点出第几次请求", () => {
   const requests: AgentContext[] = [
     { messages: [{ role: "user", content: [text("开始")], timestamp: 1 }] },
-    { messages: [{ role: "user", content: [text("<summary>摘要-1</summary>")], timestamp: 2 }] },
+    { messages: [{ role: "user", content: [text("<summary>摘要-1：用户先让我读 README，再把项目名写进 out/name.txt，然后记下日期</summary>")], timestamp: 2 }] },
     { messages: [{ role: "system", content: "摘要-1 写在 system 里不算", timestamp: 3 }, asks({ type: "toolCall", id: "x", name: "read", arguments: { path: "secret.txt" } }) as never] },
   ];
   const context = evidence({ requests });
   assert.equal((sentAsUser(2, "摘要-1").run(context) as { ok: boolean }).ok, true);
   assert.equal((sentAsUser(-2, "摘要-1").run(context) as { ok: boolean }).ok, true);
+  assert.deepEqual(sentAsUser(2, "摘要-1：用户先让我读 README，再把项目名写进 out/name.txt").run(context), {
+    ok: true,
+    reason: "“摘要-1：用户先让我读 README，再把项目名写进 out…” 以 user 身份到达",
+  }, "通过时的 reason 里片段只留 30 个字符");
   assert.deepEqual(sentAsUser(3, "摘要-1").run(context), { ok: false, reason: "“摘要-1” 在第 3 次请求里是 system 消息，应当是 user" });
   assert.deepEqual(sentAsUser(4, "摘要-1").run(context), { ok: false, reason: "模型只收到 3 次请求，没有第 4 次" });
   assert.deepEqual(sentAsUser(1, "摘要-1").run(context), { ok: false, reason: "第 1 次请求里没有 “摘要-1”" });
@@ -184,14 +188,15 @@ test("14.2 `/compact` 与 `/branch` 是任务里的步骤：压缩条目写进�
     id: "steps",
     title: "两个步骤",
     files: {},
-    prompts: ["记住 甲", "再记住 乙", "/compact", "现在记住 丙", "/branch 丙", "改记 丁"],
-    turns: [say("记住了甲。"), say("记住了乙。"), say("摘要：用户让我记住甲"), say("记住了丙。"), say("记住了丁。")],
+    // “/branch 丙”回到的是含“丙”的那条用户消息之前，不是最后一条用户消息（“顺便记住 戊”）之前。
+    prompts: ["记住 甲", "再记住 乙", "/compact", "现在记住 丙", "顺便记住 戊", "/branch 丙", "改记 丁"],
+    turns: [say("记住了甲。"), say("记住了乙。"), say("摘要：用户让我记住甲"), say("记住了丙。"), say("记住了戊。"), say("记住了丁。")],
     compaction: TIGHT_BUDGET,
-    checks: [spy(seen), sessionCount("compaction", 1), sentAsUser(4, "摘要：用户让我记住甲"), neverSent("丙", 5)],
+    checks: [spy(seen), sessionCount("compaction", 1), sentAsUser(4, "摘要：用户让我记住甲"), neverSent("丙", 6)],
   });
   assert.equal(result.ok, true, JSON.stringify(result));
   const context = seen[0]!;
-  assert.equal(context.requests.length, 5);
+  assert.equal(context.requests.length, 6);
   // 被离开的那支仍在文件里：丙 的问答都还在
   assert.match(JSON.stringify(context.entries), /现在记住 丙/);
 });

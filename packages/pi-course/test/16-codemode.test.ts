@@ -293,6 +293,8 @@ test("16.3 内存上限：失控的分配以 out of memory 结束，下一次运
   const result = await runSandboxed(`const rows = []; for (let i = 0; i < 2e6; i++) rows.push({ i, label: "row " + i }); return rows.length`, { limits: LIMITS });
   assert.equal(result.ok ? "ok" : result.kind, "script");
   assert.match(result.ok ? "" : result.message, /out of memory/);
+  const later = await runSandboxed(`await 0; const rows = []; for (let i = 0; i < 2e6; i++) rows.push({ i, label: "row " + i }); return rows.length`, { limits: LIMITS });
+  assert.deepEqual(later.ok ? ["ok"] : [later.kind, later.message], ["script", "InternalError: out of memory"], "在 await 之后用光内存也是 script 的 out of memory");
   assert.deepEqual(await runSandboxed(`return "still here"`, { limits: LIMITS }), { ok: true, value: '"still here"', logs: [] });
   const buffers = await runSandboxed(`return [typeof ArrayBuffer, typeof Uint8Array].join()`, { limits: LIMITS });
   assert.deepEqual(buffers, { ok: true, value: '"undefined,undefined"', logs: [] }, "类型化数组的缓冲区绕得过内存上限，所以不给");
@@ -342,6 +344,16 @@ test("16.3 worker 崩溃、不再回话都报 sandbox；调用方取消报 abort
   assert.equal(stuck.ok ? "ok" : stuck.kind, "script");
   assert.match(stuck.ok ? "" : stuck.message, /nothing will ever settle/);
   assert.ok(Date.now() - started < LIMITS.timeoutMs - 500, "不白等到截止时刻");
+
+  // QuickJS 的 wasm 编译不出来：一份新加载的 sandbox 模块（它还没缓存编译好的 wasm）报 sandbox。
+  const fresh = new URL("../src/codemode/sandbox.js", import.meta.url);
+  fresh.search = "?unloadable";
+  const { runSandboxed: runUnloadable } = (await import(fresh.href)) as typeof import("../src/codemode/sandbox.js");
+  const wasmApi = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<unknown> } }).WebAssembly;
+  const compile = t.mock.method(wasmApi, "compile", () => Promise.reject(new Error("no wasm here")));
+  const unloadable = await runUnloadable("return 1", { limits: LIMITS });
+  compile.mock.restore();
+  assert.deepEqual(unloadable, { ok: false, kind: "sandbox", message: "QuickJS could not be loaded: Error: no wasm here", logs: [] });
 });
 
 // ── 16.4 codemode 工具 ──────────────────────────────────────────

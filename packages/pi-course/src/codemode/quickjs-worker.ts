@@ -158,7 +158,12 @@ async function run(): Promise<WorkerOutcome> {
     finished?.dispose();
     bridge.dispose();
     vm.dispose();
-    runtime.dispose();
+    try {
+      runtime.dispose();
+    } catch {
+      // 脚本在某个 await 之后把内存用光时，QuickJS 自己丢了几个对象的账，释放运行时会断言失败（stderr 上一句 Aborted(…)）。
+      // 这次运行的结局已经定了（script：out of memory），worker 随即退出、整个 wasm 实例一起回收：不让它盖掉结局。
+    }
   }
 }
 
