@@ -9,14 +9,14 @@ import { runScript, tempDir } from "./helpers.ts";
 import { card, show } from "./learner.ts";
 import { reword } from "../scripts/engine/reword.ts";
 import { continueChain } from "../scripts/engine/chain.ts";
-import { FIRST_LINE_ELSEWHERE, FIRST_LINE_ENV, firstLineElsewhere } from "../scripts/ci/node-lines.ts";
+import { elsewhereSkip } from "../scripts/ci/node-lines.ts";
 
 const work = tempDir("chain");
 after(() => work.remove());
 
 const CHAIN = continueChain(loadChapters(LESSONS_DIR));
 // CI 的其余 Node 版本线上登记为跳过（理由见 scripts/ci/node-lines.ts 开头）；本机的 npm test 照常全做
-const skip = firstLineElsewhere() ? `接续链已在另一条 Node 版本线上检验（${FIRST_LINE_ENV}=${FIRST_LINE_ELSEWHERE}）` : undefined;
+const skip = elsewhereSkip("接续链");
 
 describe("一位写法处处与课程不同的学习者，从第 03 章一路 --continue 到最后一章：没有一次冲突、不用 --use-course，每章都 verify 通过", () => {
   const root = path.join(work.dir, "learner");

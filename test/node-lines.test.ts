@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { test } from "node:test";
 
-import { FIRST_LINE_ELSEWHERE, FIRST_LINE_ENV, LINES, firstLineElsewhere, firstLineOnlySkips, suitePassed, summaryCounts } from "../scripts/ci/node-lines.ts";
+import { FIRST_LINE_ELSEWHERE, FIRST_LINE_ENV, LINES, elsewhereSkip, firstLineElsewhere, firstLineOnlySkips, suitePassed, summaryCounts } from "../scripts/ci/node-lines.ts";
 import { continueChain } from "../scripts/engine/chain.ts";
 import { loadChapters } from "../scripts/engine/chapters.ts";
 import { LESSONS_DIR } from "../scripts/engine/paths.ts";
@@ -53,4 +53,6 @@ test("第一条线以外要跳过的项：每章一项变异，加上接续链�
   assert.equal(firstLineElsewhere({ [FIRST_LINE_ENV]: FIRST_LINE_ELSEWHERE }), true);
   assert.equal(firstLineElsewhere({}), false);
   assert.equal(firstLineElsewhere({ [FIRST_LINE_ENV]: "" }), false);
+  assert.equal(elsewhereSkip("变异", { [FIRST_LINE_ENV]: FIRST_LINE_ELSEWHERE }), `变异已在另一条 Node 版本线上检验（${FIRST_LINE_ENV}=${FIRST_LINE_ELSEWHERE}）`);
+  assert.equal(elsewhereSkip("变异", {}), undefined);
 });

@@ -58,6 +58,11 @@ export function firstLineElsewhere(env: NodeJS.ProcessEnv = process.env): boolea
   return env[FIRST_LINE_ENV] === FIRST_LINE_ELSEWHERE;
 }
 
+/** 只在第一条线上做的检查在别的线上登记为跳过时的理由；第一条线（或本机）上是 undefined，照常做。 */
+export function elsewhereSkip(what: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return firstLineElsewhere(env) ? `${what}已在另一条 Node 版本线上检验（${FIRST_LINE_ENV}=${FIRST_LINE_ELSEWHERE}）` : undefined;
+}
+
 /** 第一条线以外的线上应当跳过几项：每章一项变异，加上接续链的每一章。 */
 export function firstLineOnlySkips(chapters: readonly Chapter[]): number {
   return chapters.length + continueChain(chapters).length;

@@ -9,7 +9,7 @@ import { LESSONS_DIR } from "../../scripts/engine/paths.ts";
 import { cacheEnabled, cacheKey, noteCacheUse, readCached, writeCached } from "../../scripts/engine/check-cache.ts";
 import { chapterRun, contractCost, contractFor, type ChapterRun } from "../../scripts/engine/contract.ts";
 import type { SelfCheckContext } from "../../scripts/engine/selfcheck.ts";
-import { FIRST_LINE_ELSEWHERE, FIRST_LINE_ENV, firstLineElsewhere } from "../../scripts/ci/node-lines.ts";
+import { elsewhereSkip } from "../../scripts/ci/node-lines.ts";
 import { KIT, tempDir } from "../helpers.ts";
 
 /**
@@ -81,10 +81,9 @@ function describeChapter(chapter: Chapter, ctx: () => SelfCheckContext): void {
     let run: ChapterRun | undefined;
     const chapterRunOnce = () => (run ??= chapterRun(ctx(), chapter));
     // CI 的其余 Node 版本线上（node-lines.ts 设的环境变量）变异登记为跳过；本机的 npm test 照常全做
-    const mutationsElsewhere = firstLineElsewhere();
     for (const check of contractFor(chapter)) {
       const label = `第 ${chapter.id} 章 · 承诺 ${check.title}`;
-      const skip = check.firstLineOnly && mutationsElsewhere ? `变异已在另一条 Node 版本线上检验（${FIRST_LINE_ENV}=${FIRST_LINE_ELSEWHERE}）` : undefined;
+      const skip = check.firstLineOnly ? elsewhereSkip("变异") : undefined;
       test(label, { timeout: check.timeoutMs, ...(skip === undefined ? {} : { skip }) }, async (t) => {
         const key = cacheEnabled() ? cacheKey(ctx(), chapter, check) : undefined;
         const cached = key === undefined ? undefined : readCached(KIT, key);
