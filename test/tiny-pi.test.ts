@@ -231,3 +231,31 @@ test("练习目录的 .bin/tiny-pi 指向练习目录自己的包；套件工作
     temp.remove();
   }
 });
+
+test("套件的 node_modules 是指向另一份克隆的链接：那份克隆的 tiny-pi 同样不链接进练习目录，练习目录用自己的", () => {
+  const temp = tempDir("links-shared");
+  try {
+    // 另一份克隆装好了依赖；这份克隆的 node_modules 只是指向它的链接（@pi/course 指向的是那份克隆的 packages/）
+    const other = path.join(temp.dir, "other");
+    mkdirSync(path.join(other, "packages", "pi-course", "bin"), { recursive: true });
+    writeFileSync(path.join(other, "packages", "pi-course", "bin", "tiny-pi.js"), "// 另一份克隆里的答案\n");
+    mkdirSync(path.join(other, "node_modules", "@pi"), { recursive: true });
+    symlinkSync("../../packages/pi-course", path.join(other, "node_modules", "@pi", "course"));
+    mkdirSync(path.join(other, "node_modules", ".bin"));
+    symlinkSync("../@pi/course/bin/tiny-pi.js", path.join(other, "node_modules", ".bin", "tiny-pi"));
+    const kit = path.join(temp.dir, "kit");
+    mkdirSync(path.join(kit, "packages", "pi-course"), { recursive: true });
+    symlinkSync(path.join(other, "node_modules"), path.join(kit, "node_modules"));
+
+    assert.ok(!expectedLinks(kit).some((link) => link.name === ".bin/tiny-pi"), "另一份克隆的工作区命令也是最终答案");
+    const practice = path.join(temp.dir, "practice");
+    mkdirSync(path.join(practice, "packages", "pi-course", "bin"), { recursive: true });
+    writeFileSync(path.join(practice, "packages", "pi-course", "package.json"), JSON.stringify({ name: "@pi/course", bin: { "tiny-pi": "bin/tiny-pi.js" } }));
+    writeFileSync(path.join(practice, "packages", "pi-course", "bin", "tiny-pi.js"), "// 学习者自己的代码\n");
+    for (const link of practiceLinks(kit, practice)) createLink(practice, link);
+    assert.equal(realpathSync(path.join(practice, "node_modules", ".bin", "tiny-pi")), realpathSync(path.join(practice, "packages", "pi-course", "bin", "tiny-pi.js")));
+    assert.deepEqual(binsIntoKit(kit, practice), []);
+  } finally {
+    temp.remove();
+  }
+});

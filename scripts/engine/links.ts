@@ -23,7 +23,7 @@ export interface DependencyLink {
 export function expectedLinks(kitRoot: string): DependencyLink[] {
   const modules = path.join(kitRoot, "node_modules");
   if (!existsSync(modules)) return [];
-  const workspaces = path.join(realPath(kitRoot), "packages");
+  const workspaces = workspaceDirs(kitRoot);
   const links: DependencyLink[] = [];
   for (const entry of readdirSync(modules)) {
     if (entry === "@pi" || entry.startsWith(".package-lock")) continue;
@@ -32,7 +32,7 @@ export function expectedLinks(kitRoot: string): DependencyLink[] {
       if (!isDirectory(source)) continue;
       for (const inner of readdirSync(source)) {
         const file = path.join(source, inner);
-        if (entry === ".bin" && isInside(workspaces, realPath(file))) continue;
+        if (entry === ".bin" && workspaces.some((workspace) => isInside(workspace, realPath(file)))) continue;
         links.push({ name: `${entry}/${inner}`, source: file });
       }
     } else if (!entry.startsWith(".")) {
@@ -62,9 +62,25 @@ export function ownBinLinks(dir: string): DependencyLink[] {
   return links;
 }
 
-/** 练习目录应当有的全部链接：套件的依赖，加上练习目录自己的命令。 */
+/**
+ * 套件的工作区包真正在哪里：套件的 packages/，加上 node_modules/@pi/* 链接实际指向的目录。
+ * 两者通常相同；node_modules 本身是指向另一份克隆的链接时，@pi 指向的是那份克隆的 packages/，
+ * 它的 .bin/tiny-pi 同样是最终答案，不能链接进练习目录。
+ */
+function workspaceDirs(kitRoot: string): string[] {
+  const dirs = [path.join(realPath(kitRoot), "packages")];
+  const scope = path.join(kitRoot, "node_modules", "@pi");
+  if (existsSync(scope)) {
+    for (const name of readdirSync(scope)) dirs.push(path.dirname(realPath(path.join(scope, name))));
+  }
+  return [...new Set(dirs)];
+}
+
+/** 练习目录应当有的全部链接：套件的依赖，加上练习目录自己的命令（同名时用自己的）。 */
 export function practiceLinks(kitRoot: string, dir: string): DependencyLink[] {
-  return [...expectedLinks(kitRoot), ...ownBinLinks(dir)];
+  const own = ownBinLinks(dir);
+  const taken = new Set(own.map((link) => link.name));
+  return [...expectedLinks(kitRoot).filter((link) => !taken.has(link.name)), ...own];
 }
 
 /**
@@ -107,11 +123,11 @@ function isInside(root: string, file: string): boolean {
 export function binsIntoKit(kitRoot: string, dir: string): string[] {
   const bin = path.join(dir, "node_modules", ".bin");
   if (!isDirectory(bin)) return [];
-  const kitPackages = realPath(path.join(kitRoot, "packages"));
+  const workspaces = workspaceDirs(kitRoot);
   return readdirSync(bin)
     .filter((name) => {
       const target = linkTarget(path.join(bin, name));
-      return target !== undefined && isInside(kitPackages, target);
+      return target !== undefined && workspaces.some((workspace) => isInside(workspace, target));
     })
     .sort();
 }
