@@ -1,15 +1,16 @@
 import assert from "node:assert/strict";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
 
-import { cacheEnabled, cacheKey, readCached, writeCached } from "../scripts/engine/check-cache.ts";
+import { cacheEnabled, cacheKey, kitCheckKey, readCached, writeCached } from "../scripts/engine/check-cache.ts";
 import { loadChapters } from "../scripts/engine/chapters.ts";
 import { contractFor } from "../scripts/engine/contract.ts";
 import type { CourseHistory } from "../scripts/engine/history.ts";
 import { LESSONS_DIR } from "../scripts/engine/paths.ts";
 import { KIT, spawnProcess, tempDir } from "./helpers.ts";
+import { assignShards, shardFile } from "./_selfcheck/chapters.ts";
 
 const work = tempDir("check-cache");
 after(() => work.remove());
@@ -78,12 +79,41 @@ test("缓存只在本机的 npm test 里用：CI=true 或 --no-cache 时不读�
   }
 });
 
+test("套件测试里缓存的检查（接续链）：lessons/ 下任何一个文件、测试自己的源文件、引擎一变，键就变；别处的文件不影响", () => {
+  const root = path.join(work.dir, "kit-key");
+  const put = (file: string, text: string) => {
+    mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
+    writeFileSync(path.join(root, file), text);
+  };
+  put("lessons/03-x/chapter.patch", "补丁");
+  put("lessons/03-x/lesson.md", "课文");
+  put("test/chain.test.ts", "测试");
+  put("scripts/engine/a.ts", "引擎");
+  put("README.md", "说明");
+  const key = () => kitCheckKey(root, "chain", ["test/chain.test.ts"]);
+  const first = key();
+  assert.equal(key(), first, "同样的输入，同样的键");
+  put("README.md", "说明改了");
+  assert.equal(key(), first, "链不读的文件不影响");
+  put("lessons/03-x/lesson.md", "课文改了");
+  const second = key();
+  assert.notEqual(second, first, "课文变了");
+  put("lessons/03-x/chapter.patch", "补丁改了");
+  const third = key();
+  assert.notEqual(third, second, "补丁变了");
+  put("test/chain.test.ts", "测试改了");
+  assert.notEqual(key(), third, "测试自己的源文件变了");
+  assert.notEqual(kitCheckKey(root, "another", ["test/chain.test.ts"]), key(), "不同的检查不共用键");
+});
+
 test("真实的自检跑两遍：第二遍每一项都来自缓存并这样说；CI=true 时照样全部重做", { timeout: 240_000 }, async () => {
   const cache = mkdtempSync(path.join(os.tmpdir(), "pi-course-cache-"));
   const stats = path.join(cache, "stats.txt");
-  const shards = ["1", "2", "3", "4"].map((shard) => `test/_selfcheck/shard-${shard}.test.ts`);
+  // 只启动第 01 章所在的那个分片文件：其余分片按名字过滤后什么也不做，却各要启动一次、读一遍课程历史
+  const shard = assignShards(loadChapters(LESSONS_DIR)).get("01");
+  assert.ok(shard !== undefined, "第 01 章应当分在某个分片里");
   const run = (env: Record<string, string>) =>
-    spawnProcess(process.execPath, ["--import", "tsx", "--test", "--test-reporter=tap", '--test-name-pattern=第 01 章', ...shards], {
+    spawnProcess(process.execPath, ["--import", "tsx", "--test", "--test-reporter=tap", "--test-name-pattern=第 01 章", `test/_selfcheck/${shardFile(shard)}`], {
       cwd: KIT,
       env: { ...process.env, NODE_TEST_CONTEXT: undefined, CI: "", PI_COURSE_SELFCHECK_CACHE: "", PI_COURSE_SELFCHECK_CACHE_DIR: cache, PI_COURSE_SELFCHECK_STATS: stats, ...env },
     });

@@ -165,6 +165,37 @@ test(`stopAtFirstFailure：第一项失败一到就结束进程组交回结果�
   assert.deepEqual([full.passed, full.tests.length], [3, 3]);
 });
 
+test("节奏（变异用）：某项的结果比未变异时晚到太多，就当作它挂住、记一项失败并收场，不等测试自己的 20 秒时限；跳过的测试不打乱节奏", { timeout: 60_000 }, async () => {
+  const file = path.join(work.dir, "paced.test.mjs");
+  const write = (slow: boolean) =>
+    writeFileSync(
+      file,
+      [
+        `import { test } from "node:test";`,
+        `test("快", () => {});`,
+        `test("被过滤", () => {});`,
+        `test("等一下", { timeout: 20_000 }, async () => { await new Promise((resolve) => setTimeout(resolve, ${slow ? "60_000" : "50"})); });`,
+        `test("最后", () => {});`,
+      ].join("\n"),
+    );
+  write(false);
+  const baseline = await runTests([file]);
+  assert.equal(baseline.failed, 0);
+  assert.deepEqual(baseline.pace?.records.map((record) => record.name), ["快", "被过滤", "等一下", "最后"]);
+  // 未变异时不会撞上期限：同样的节奏照常全绿
+  const again = await runTests([file], { stopAtFirstFailure: true, pace: baseline.pace!, pattern: "^(?:快|等一下|最后)$" });
+  assert.deepEqual([again.passed, again.failed], [3, 0]);
+  write(true);
+  const started = Date.now();
+  const report = await runTests([file], { timeoutMs: 20_000, stopAtFirstFailure: true, pace: baseline.pace!, pattern: "^(?:快|等一下|最后)$" });
+  const elapsed = Date.now() - started;
+  assert.ok(report.failed >= 1, JSON.stringify(report.tests));
+  assert.match(report.tests.find((outcome) => !outcome.ok)?.message ?? "", /毫秒没有新的结果（未变异时这里只隔 \d+ 毫秒）：当作有一项测试挂住了/);
+  assert.ok(elapsed < 12_000, `期限由实测的节奏推出（4 倍加 1.5 秒），实际用了 ${elapsed} ms`);
+  const left = spawnSync("pgrep", ["-f", file], { encoding: "utf8" });
+  assert.equal(left.stdout.trim(), "", "没有留下还在运行的测试进程");
+});
+
 test("几个文件：各自一个进程，报告按给出的顺序，一个文件挂住不连累别的文件", { timeout: 30_000 }, async () => {
   const files = [testFile("many-a.test.mjs", ["a1", "a2"]), testFile("many-b.test.mjs", ["b1", "hang b"]), testFile("many-c.test.mjs", ["c1"])];
   const report = await runTests(files);

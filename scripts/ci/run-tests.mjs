@@ -38,10 +38,17 @@ for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(
 child.on("exit", (code, signal) => {
   let hits = 0;
   let runs = 0;
+  /** 套件测试里缓存的检查（例如接续链）：名字 → 来自缓存 / 重新做的项数。 */
+  const kitChecks = new Map();
   try {
     for (const line of readFileSync(stats, "utf8").split("\n")) {
-      if (line === "hit") hits++;
-      else if (line === "run") runs++;
+      const [kind, what] = line.split("\t");
+      if (what !== undefined) {
+        const counts = kitChecks.get(what) ?? { hit: 0, run: 0 };
+        if (kind === "hit" || kind === "run") counts[kind]++;
+        kitChecks.set(what, counts);
+      } else if (kind === "hit") hits++;
+      else if (kind === "run") runs++;
     }
   } catch {
     // 一项自检也没跑（例如只选了套件测试）
@@ -49,6 +56,13 @@ child.on("exit", (code, signal) => {
   rmSync(scratch, { recursive: true, force: true });
   const ci = process.env.CI !== undefined && process.env.CI !== "" && process.env.CI !== "0" && process.env.CI.toLowerCase() !== "false";
   const off = noCache || ci;
+  for (const [what, counts] of kitChecks) {
+    console.log(
+      counts.hit > 0
+        ? `${what}：${counts.hit} 步来自缓存（同样的输入上次整条通过）${counts.run > 0 ? `，${counts.run} 步这次重新走` : ""}`
+        : `${what}：${counts.run} 步这次重新走${off ? `（${noCache ? "--no-cache" : "CI=true"}，不用缓存）` : ""}`,
+    );
+  }
   if (hits + runs > 0) {
     console.log(
       off

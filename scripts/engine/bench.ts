@@ -10,7 +10,7 @@ import { createPractice } from "./practice.js";
 import { buildProject, compiledTestPath, runTests } from "./runner.js";
 
 /**
- * 性能目标（DESIGN.md §7），逐项测中位数。每个场景是一个异步函数，
+ * 性能目标（README 里 npm run bench 那一行列出的各项），逐项测中位数。每个场景是一个异步函数，
  * bench 命令决定跑几次、怎样打印；这里只负责“准备 + 计时一次”。
  */
 export interface Target {

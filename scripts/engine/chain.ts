@@ -18,7 +18,7 @@ export interface ChainFinding {
 
 /**
  * 接续链（test/continue-chain.test.ts）走过的章节：从第 03 章起的每个重建章。
- * 第 03 章是第一章有种子规格的实践，学习者从它的课程起点开始，之后一路 --continue。
+ * 第 03 章是第一章照着一份完整规格动手写的实践，学习者从它的课程起点开始，之后一路 --continue。
  */
 export function continueChain(chapters: readonly Chapter[]): string[] {
   return chapters.filter((chapter) => chapter.mode === "重建" && chapter.id >= "03").map((chapter) => chapter.id);

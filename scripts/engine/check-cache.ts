@@ -36,19 +36,22 @@ export function cacheDir(kitRoot: string, env: NodeJS.ProcessEnv = process.env):
   return env.PI_COURSE_SELFCHECK_CACHE_DIR || path.join(kitRoot, "node_modules", ".cache", "pi-course-selfcheck");
 }
 
-let engineHash: string | undefined;
+/** 每个套件目录只算一次（一次 npm test 里它不会变）。 */
+const engineHashes = new Map<string, string>();
 
 /** 自检引擎、测试夹具与依赖：它们变了，所有结果都作废。 */
 function engineFingerprint(kitRoot: string): string {
-  if (engineHash !== undefined) return engineHash;
+  const known = engineHashes.get(kitRoot);
+  if (known !== undefined) return known;
   const hash = createHash("sha256");
   const files = ["package.json", "package-lock.json", "tsconfig.json", "test/helpers.ts", ...filesUnder(kitRoot, "scripts"), ...filesUnder(kitRoot, "test/_selfcheck")];
   for (const file of files.sort()) {
     const full = path.join(kitRoot, file);
     if (existsSync(full)) hash.update(`\0${file}\0`).update(readFileSync(full));
   }
-  engineHash = hash.digest("hex");
-  return engineHash;
+  const digest = hash.digest("hex");
+  engineHashes.set(kitRoot, digest);
+  return digest;
 }
 
 
@@ -89,8 +92,27 @@ export function writeCached(kitRoot: string, key: string, record: CachedCheck): 
   renameSync(temporary, path.join(dir, `${key}.json`));
 }
 
-/** 给 npm test 的汇总行记一笔：hit（来自缓存）或 run（这次真做了）。 */
-export function noteCacheUse(kind: "hit" | "run", env: NodeJS.ProcessEnv = process.env): void {
+/**
+ * 给 npm test 的汇总行记一笔：hit（来自缓存）或 run（这次真做了）。
+ * what 说是哪一类检查：自检项不写（汇总成“自检：…”），套件测试里缓存的检查写自己的名字（例如“接续链”）。
+ */
+export function noteCacheUse(kind: "hit" | "run", env: NodeJS.ProcessEnv = process.env, what?: string): void {
   const file = env[CACHE_STATS_ENV];
-  if (file) appendFileSync(file, `${kind}\n`);
+  if (file) appendFileSync(file, what === undefined ? `${kind}\n` : `${kind}\t${what}\n`);
+}
+
+/**
+ * 套件测试里少数几项又慢、结论又只取决于课程内容的检查（接续链）用的缓存键：
+ * 自检引擎与测试夹具、lessons/ 下的每个文件（补丁、元数据、课文、留出文件：课程历史就是从补丁建出来的）、
+ * 这项测试自己读的源文件、Node 的版本。任何一个字节变了，键就变，整项重做。
+ */
+export function kitCheckKey(kitRoot: string, name: string, sources: readonly string[]): string {
+  const hash = createHash("sha256");
+  hash.update(`kit-v1\0${process.version}\0${engineFingerprint(kitRoot)}\0${name}\0`);
+  const files = [...sources, ...filesUnder(kitRoot, "lessons")].sort();
+  for (const file of files) {
+    const full = path.join(kitRoot, file);
+    if (existsSync(full)) hash.update(`\0${file}\0`).update(readFileSync(full));
+  }
+  return hash.digest("hex");
 }

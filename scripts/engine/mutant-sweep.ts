@@ -4,7 +4,7 @@ import path from "node:path";
 import type { Chapter } from "./chapters.js";
 import { addedLinesOf, generateMutants, isEquivalent, type GeneratedMutant } from "./mutants.js";
 import { mapInPool } from "./pool.js";
-import { judgeMutant, materialise, prepareMutantDir, type SelfCheckContext } from "./selfcheck.js";
+import { judgeMutant, materialise, prepareMutantDir, targetPace, type SelfCheckContext } from "./selfcheck.js";
 import { CourseError } from "./errors.js";
 
 export type MutantFate = "killed" | "survived" | "equivalent" | "problem";
@@ -51,6 +51,7 @@ export async function sweepMutants(
 
   const problems = await prepareMutantDir(dir);
   if (problems.length > 0) throw new CourseError("TARGET_BROKEN", problems.join("；"));
+  const pace = await targetPace(chapter, dir);
   const dirs = [dir];
   for (let worker = 1; worker < Math.min(WORKERS, mutants.length); worker++) {
     const copy = `${dir}-${worker + 1}`;
@@ -64,7 +65,7 @@ export async function sweepMutants(
     let outcome: MutantOutcome;
     if (known) outcome = { mutant, fate: "equivalent", note: known.reason };
     else {
-      const verdict = await judgeMutant(chapter, dirs[worker] ?? dir, mutant, `${mutant.file}:${mutant.line} ${mutant.operator}`);
+      const verdict = await judgeMutant(chapter, dirs[worker] ?? dir, mutant, `${mutant.file}:${mutant.line} ${mutant.operator}`, pace);
       outcome = verdict.kind === "problem" ? { mutant, fate: "problem", note: verdict.problem } : { mutant, fate: verdict.kind };
     }
     onOutcome(outcome, ++done, mutants.length);

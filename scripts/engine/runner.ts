@@ -46,6 +46,13 @@ export interface TestReport {
   tests: TestOutcome[];
   passed: number;
   failed: number;
+  /** 第一次运行的节奏：每条结果离上一条（第一条离启动）隔了多久。自检的变异拿它定期限（见 RunOptions.pace）。 */
+  pace?: RunPace;
+}
+
+/** 一次运行里结果到达的节奏，按到达的顺序。 */
+export interface RunPace {
+  records: Array<{ name: string; gapMs: number }>;
 }
 
 const TSC_LINE = /^(.+?)\((\d+),(\d+)\): error (TS\d+): (.*)$/;
@@ -142,16 +149,16 @@ export const TEST_TIMEOUT_MS = 60_000;
 export async function runTests(files: readonly string[], options: RunOptions = {}): Promise<TestReport> {
   const [file] = files;
   if (file === undefined || files.length > 1) return runFilesApart(files, options);
-  const first = await runOnce(file, options);
+  const { outcomes: first, pace } = await runOnce(file, options);
   // 重跑没开始的测试时不再逐项报告：逐项报告只为先行给出第一处偏差，重跑的结果只进最后的报告
   const { onOutcome: _onOutcome, ...again } = options;
   // 提前收场时，要的只是“有没有测试失败”，已经有了答案：不再把没开始的测试补跑一遍
   const tests =
     options.stopAtFirstFailure && first.some((outcome) => !outcome.ok)
       ? classifyHangs(first).map(({ unstarted: _unstarted, failureType: _failureType, ...outcome }) => outcome)
-      : await settleHangs(first, (_files, pattern) => runOnce(file, { ...again, pattern }));
+      : await settleHangs(first, async (_files, pattern) => (await runOnce(file, { ...again, pattern })).outcomes);
   const passed = tests.filter((test) => test.ok).length;
-  return { tests, passed, failed: tests.length - passed };
+  return { tests, passed, failed: tests.length - passed, pace };
 }
 
 /**
@@ -177,6 +184,12 @@ export interface RunOptions {
    * 这时报告不完整，不能拿来数通过了几项。
    */
   stopAtFirstFailure?: boolean;
+  /**
+   * 与 stopAtFirstFailure 同用：未变异的目标上同一个文件实测的节奏。下一条结果比那次晚到太多
+   * （paceLimitMs），就当作这项测试挂住了（记一项失败）并结束进程组：变异让测试等一个永远不来的结果时，
+   * 不必等到测试自己的时限（几秒到二十秒）。按名称过滤跳过的测试也有记录，所以按名字就能在节奏里找到下一项。
+   */
+  pace?: RunPace;
   /**
    * 每项测试一有结果就报告（watch 先行画出第一处偏差用）。挂住的测试已经换成 HUNG_MESSAGE，
    * 因它没开始的测试不报告（它们随后重跑，结果只在最后的报告里）。
@@ -256,7 +269,23 @@ export function killTestProcess(child: { pid?: number | undefined }): void {
   }
 }
 
-function runOnce(file: string, options: RunOptions): Promise<ReportedOutcome[]> {
+interface CollectedRun {
+  outcomes: ReportedOutcome[];
+  pace: RunPace;
+}
+
+/** 变异后的运行里，下一条结果最多等多久：实测的间隔放宽 4 倍再加 1.5 秒（同一台机器、同样忙），不超过 ceiling。 */
+export function paceLimitMs(gapMs: number, ceiling: number): number {
+  return Math.min(ceiling, 4 * gapMs + 1_500);
+}
+
+/** 节奏里某条记录之后的下一条：从 cursor 起找这个名字（同名的测试按先后对上）。找不到时就是最慢的那条。 */
+function nextGap(pace: RunPace, cursor: number): number {
+  const next = pace.records[cursor];
+  return next !== undefined ? next.gapMs : Math.max(0, ...pace.records.map((record) => record.gapMs));
+}
+
+function runOnce(file: string, options: RunOptions): Promise<CollectedRun> {
   const timeoutMs = options.timeoutMs ?? TEST_TIMEOUT_MS;
   const launch = options.launch ?? coldTestProcess;
   const settings = { timeoutMs, ...(options.pattern === undefined ? {} : { pattern: options.pattern }) };
@@ -264,7 +293,7 @@ function runOnce(file: string, options: RunOptions): Promise<ReportedOutcome[]> 
 }
 
 /** 运行一个测试进程并收下它的记录：逐项报告、卡住时结束、提前收场、文件没能加载，冷启动与预热的进程都走这里。 */
-function collectOutcomes(testProcess: TestProcess, file: string, options: RunOptions & { timeoutMs: number }): Promise<ReportedOutcome[]> {
+function collectOutcomes(testProcess: TestProcess, file: string, options: RunOptions & { timeoutMs: number }): Promise<CollectedRun> {
   const { child } = testProcess;
   return new Promise((resolve, reject) => {
     const killGroup = () => killTestProcess(child);
@@ -276,20 +305,45 @@ function collectOutcomes(testProcess: TestProcess, file: string, options: RunOpt
     let lastOutput = Date.now();
     let stalled = false;
     const stallMs = options.timeoutMs + STALL_GRACE_MS;
+    // 结果到达的节奏：启动时算起，每来一条结果记下隔了多久
+    let lastRecord = Date.now();
+    const pace: RunPace = { records: [] };
+    const expected = options.stopAtFirstFailure ? options.pace : undefined;
+    let cursor = 0; // expected 里下一条记录的位置
+    let quietLimit: number | undefined;
+    let quiet = false;
+    let stopped = false;
     const stallCheck = setInterval(() => {
+      if (expected !== undefined && !stopped) {
+        quietLimit = paceLimitMs(nextGap(expected, cursor), options.timeoutMs);
+        if (Date.now() - lastRecord > quietLimit) {
+          quiet = true;
+          stopped = true;
+          killGroup();
+          return;
+        }
+      }
       if (Date.now() - lastOutput <= stallMs) return;
       stalled = true;
       killGroup();
-    }, 250);
+    }, expected === undefined ? 250 : 50);
     let stdout = "";
     let stderr = "";
-    let stopped = false;
     const arrived: ReportedOutcome[] = [];
     child.stdout.on("data", (chunk: Buffer) => {
       lastOutput = Date.now();
       const before = stdout.lastIndexOf("\n") + 1;
       stdout += chunk.toString("utf8");
-      const records = recordsIn(stdout.slice(before, stdout.lastIndexOf("\n") + 1)).filter((record) => !record.skipped);
+      const all = recordsIn(stdout.slice(before, stdout.lastIndexOf("\n") + 1));
+      for (const record of all) {
+        pace.records.push({ name: record.name, gapMs: Date.now() - lastRecord });
+        lastRecord = Date.now();
+        if (expected !== undefined) {
+          const at = expected.records.findIndex((candidate, index) => index >= cursor && candidate.name === record.name);
+          cursor = at < 0 ? expected.records.length : at + 1;
+        }
+      }
+      const records = all.filter((record) => !record.skipped);
       if (options.onOutcome) for (const record of records) reportAsItArrives(arrived, record, options.onOutcome);
       if (options.stopAtFirstFailure && !stopped && records.some((record) => !record.ok)) {
         stopped = true;
@@ -310,7 +364,8 @@ function collectOutcomes(testProcess: TestProcess, file: string, options: RunOpt
       // 被名称过滤跳过的测试没有运行，不计入选中数。
       const outcomes: ReportedOutcome[] = records.filter((record) => !record.skipped).map(({ skipped: _skipped, ...outcome }) => outcome);
       if (stalled) outcomes.push({ name: file, file, ok: false, message: STALLED_MESSAGE });
-      resolve(outcomes);
+      if (quiet) outcomes.push({ name: file, file, ok: false, message: `${quietLimit} 毫秒没有新的结果（未变异时这里只隔 ${nextGap(expected ?? pace, cursor)} 毫秒）：当作有一项测试挂住了` });
+      resolve({ outcomes, pace });
     });
     if (signal?.aborted) killGroup();
     else testProcess.begin(file);

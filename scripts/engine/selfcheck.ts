@@ -12,7 +12,7 @@ import { COURSE_PACKAGE } from "./paths.js";
 import { filesUnder } from "../kit-cache.mjs";
 import { binsIntoKit } from "./links.js";
 import { createPractice, GUIDE_FILE, linkDependencies, PRACTICE_MARKER } from "./practice.js";
-import { buildProject, compiledTestPath, failureMentions, runFilesApart, runTests, type BuildResult, type TestReport } from "./runner.js";
+import { buildProject, compiledTestPath, failureMentions, runFilesApart, runTests, type BuildResult, type RunPace, type TestReport } from "./runner.js";
 import { mapInPool } from "./pool.js";
 import { anchorProblem, applyAnchored, findRegions, type Anchored } from "./regions.js";
 import { cutStarter, parentTeachingFiles, practiceTeachingFiles, targetTeachingFiles } from "./starter.js";
@@ -263,7 +263,26 @@ export async function checkTarget(chapter: Chapter, dir: string): Promise<string
   const whole: { run: TestRun; label: string } = { run: { expect: { pass: count, total: count } }, label: "聚焦测试" };
   const runs = [whole, ...chapter.labs.flatMap((lab) => lab.runs.map((run) => ({ run, label: `实践 ${lab.id}` })))];
   const reports = await mapInPool(runs, TEST_RUNS_AT_ONCE, ({ run }) => runTests([focused], patternOf(run)));
+  const pace = reports[0]?.pace;
+  if (pace !== undefined && reports[0]?.failed === 0) measuredPace.set(chapter.id, pace);
   return runs.flatMap(({ run, label }, index) => expectCounts(reports[index]!, run, label));
+}
+
+/** 承诺 3 整个聚焦测试全绿的那次运行的节奏（同一个进程里承诺 10 接着用，不必再量一次）。 */
+const measuredPace = new Map<string, RunPace>();
+
+/**
+ * 本章目标上聚焦测试的节奏（每条结果隔了多久）：承诺 3 量过就用它，否则在 dir（编译干净的目标）里量一次。
+ * 变异后的运行拿它定期限：某项测试的结果比未变异时晚到太多，就当作它挂住了（见 runner.ts 的 paceLimitMs），
+ * 不再等到测试自己的时限。
+ */
+export async function targetPace(chapter: Chapter, dir: string): Promise<RunPace | undefined> {
+  const known = measuredPace.get(chapter.id);
+  if (known !== undefined) return known;
+  const report = await runTests([compiledTestPath(dir, chapter.focusedTest.path)]);
+  if (report.failed > 0 || report.pace === undefined) return undefined;
+  measuredPace.set(chapter.id, report.pace);
+  return report.pace;
 }
 
 export async function checkEarlierChapters(ctx: SelfCheckContext, chapter: Chapter, dir: string): Promise<string[]> {
@@ -443,6 +462,7 @@ export async function checkMutations(chapter: Chapter, dir: string): Promise<str
   // 测试本来就按编译出的 JS 运行；转换只是去掉类型，与 tsc 写出的 JS 行为相同（目标是 es2022，没有装饰器）。
   const build = await buildClean(dir);
   if (!build.ok) return [`目标编译失败：${describeBuild(build.errors)}`];
+  const pace = await targetPace(chapter, dir);
   // 几条变异同时检验，每个工作者在自己的目录副本里改文件，互不干扰；结果按变异的顺序报告
   const dirs = [dir];
   for (let worker = 1; worker < Math.min(TEST_RUNS_AT_ONCE, chapter.mutations.length); worker++) {
@@ -452,13 +472,13 @@ export async function checkMutations(chapter: Chapter, dir: string): Promise<str
   }
   const indexed = [...chapter.mutations.entries()];
   const problems = await mapInPool(indexed, dirs.length, ([index, mutation], worker) =>
-    checkMutation(chapter, dirs[worker] ?? dir, mutation, `变异 ${index + 1}（${mutation.rule}）`),
+    checkMutation(chapter, dirs[worker] ?? dir, mutation, `变异 ${index + 1}（${mutation.rule}）`, pace),
   );
   return problems.filter((problem): problem is string => problem !== undefined);
 }
 
-async function checkMutation(chapter: Chapter, dir: string, mutation: RuleMutation, label: string): Promise<string | undefined> {
-  const verdict = await judgeMutant(chapter, dir, mutation, label);
+async function checkMutation(chapter: Chapter, dir: string, mutation: RuleMutation, label: string, pace?: RunPace): Promise<string | undefined> {
+  const verdict = await judgeMutant(chapter, dir, mutation, label, pace);
   if (verdict.kind === "problem") return verdict.problem;
   if (verdict.kind === "survived") return `${label}之后聚焦测试仍然 ${verdict.passed}/${verdict.total} 全绿：没有测试守住这条规则`;
   return undefined;
@@ -470,7 +490,7 @@ export type MutantVerdict = { kind: "killed" } | { kind: "survived"; passed: num
  * 施加一处替换（目标已经编译干净），看聚焦测试能不能抓住它；测完文件与 dist 都换回原样。
  * 供承诺 10 与作者的 `course mutants` 共用。
  */
-export async function judgeMutant(chapter: Chapter, dir: string, mutation: Mutation, label: string): Promise<MutantVerdict> {
+export async function judgeMutant(chapter: Chapter, dir: string, mutation: Mutation, label: string, pace?: RunPace): Promise<MutantVerdict> {
   const focused = compiledTestPath(dir, chapter.focusedTest.path);
   let verdict: MutantVerdict = { kind: "killed" };
   const problem = await withReplacement(dir, mutation, label, async (mutated) => {
@@ -490,7 +510,12 @@ export async function judgeMutant(chapter: Chapter, dir: string, mutation: Mutat
       // 它们全绿时再跑整个文件，结论与只跑整个文件相同（承诺 3 已确认每个实践单独运行时全绿）。
       const owners = ownerPattern(chapter, mutation.file);
       const run = (pattern?: string) =>
-        runTests([focused], { timeoutMs: MUTANT_TIMEOUT_MS, stopAtFirstFailure: true, ...(pattern === undefined ? {} : { pattern }) });
+        runTests([focused], {
+          timeoutMs: MUTANT_TIMEOUT_MS,
+          stopAtFirstFailure: true,
+          ...(pace === undefined ? {} : { pace }),
+          ...(pattern === undefined ? {} : { pattern }),
+        });
       if (owners !== undefined && hasFailure(await run(owners))) return undefined;
       const report = await run();
       if (report.tests.length > 0 && !hasFailure(report)) verdict = { kind: "survived", passed: report.passed, total: report.tests.length };
