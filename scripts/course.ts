@@ -8,6 +8,7 @@ import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
 import { selfCheckChapter } from "./engine/contract.js";
 import { lintCourse } from "./engine/lint.js";
 import { sweepMutants } from "./engine/mutant-sweep.js";
+import { findCatchers, writeCatchers } from "./engine/caught-by.js";
 import { checkChain } from "./engine/chain.js";
 import { describeMutantReport } from "./engine/mutant-report.js";
 import { paint, runCommandLine, userCwd } from "./engine/cli.js";
@@ -34,6 +35,8 @@ const HELP = `用法：npm run course -- <子命令>
                      在本章实践区域的代码上逐个施加生成的小变异（运算符互换、边界差一、条件取反、
                      删掉一条调用），报告聚焦测试抓住了哪些、哪些活了下来，以及变异得分；
                      活下来的要么补测试，要么写进 chapter.json 的 equivalentMutants（带理由）
+  caught-by [章节…]  逐条施加 chapter.json 的 mutations，把每条第一项变红的测试写进它的 caughtBy
+                     （写明哪项测试守着这条规则；自检先单独跑那一项，不必等排在前面的测试）
   --help             显示本说明`;
 
 await runCommandLine(HELP, { from: { type: "string" }, json: { type: "boolean" } }, async ({ values, positionals }) => {
@@ -127,7 +130,31 @@ await runCommandLine(HELP, { from: { type: "string" }, json: { type: "boolean" }
     }
     return;
   }
-  throw usageError("UNKNOWN_SUBCOMMAND", `未知子命令「${sub}」；可用：history、edit、export、lint、check、chain、mutants`);
+  if (sub === "caught-by") {
+    const chapters = loadChapters(LESSONS_DIR);
+    const selected = rest.length === 0 ? chapters : rest.map((input) => findChapter(chapters, input));
+    const history = await ensureHistory(KIT_ROOT, chapters);
+    const work = mkdtempSync(path.join(os.tmpdir(), "pi-course-caught-by-"));
+    let missing = 0;
+    try {
+      for (const chapter of selected) {
+        const catchers = await findCatchers({ kitRoot: KIT_ROOT, chapters, history, workRoot: work }, chapter);
+        writeCatchers(chapter, catchers);
+        const found = catchers.filter((catcher) => catcher.by !== undefined).length;
+        console.log(`第 ${chapter.id} 章：${found}/${catchers.length} 条变异写明了抓住它的测试`);
+        for (const catcher of catchers) {
+          if (catcher.problem === undefined) continue;
+          missing++;
+          console.log(`  ${paint("red", "✗")} mutations[${catcher.index}]（${catcher.rule}）：${catcher.problem}`);
+        }
+      }
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+    if (missing > 0) throw new CourseError("MUTATIONS_UNCAUGHT", `${missing} 条变异没有找到抓住它的测试（见上）`);
+    return;
+  }
+  throw usageError("UNKNOWN_SUBCOMMAND", `未知子命令「${sub}」；可用：history、edit、export、lint、check、chain、mutants、caught-by`);
 });
 
 /** 静态检查这些章节（默认全部）：每个问题一行，指到 chapter.json 的字段；有问题时以非零状态退出。 */

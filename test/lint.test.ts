@@ -89,3 +89,15 @@ test("故障实验点名的测试不在聚焦测试里：指到 fault.test", { t
   );
   assert.ok(problems.some((problem) => problem.includes("「## 故障实验」没有点名会失败的测试「10.9 没有这项测试」")));
 });
+
+test("变异的 caughtBy 点名的测试不在聚焦测试里：指到 mutations[i].caughtBy", { timeout: 30_000 }, async () => {
+  const problems = await lintWith("caught-by", (meta) => {
+    const [, mutation] = storeMutation(meta);
+    (mutation as MutationJson & { caughtBy?: string }).caughtBy = "10.9 没有这项测试";
+  });
+  const index = storeMutation(JSON.parse(readFileSync(path.join(LESSONS_DIR, CHAPTER, "chapter.json"), "utf8")))[0];
+  assert.deepEqual(
+    problems.filter((problem) => problem.startsWith(META)),
+    [`${META} mutations[${index}].caughtBy：聚焦测试里没有名为「10.9 没有这项测试」的测试`],
+  );
+});

@@ -1,8 +1,18 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { cpSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { after, test } from "node:test";
 
+import { findCatchers, writeCatchers } from "../scripts/engine/caught-by.ts";
+import { loadChapters } from "../scripts/engine/chapters.ts";
+import { ensureHistory } from "../scripts/engine/history.ts";
 import { addedLinesOf, generateMutants, isEquivalent, uniqueReplacement } from "../scripts/engine/mutants.ts";
-import { runScript } from "./helpers.ts";
+import { LESSONS_DIR } from "../scripts/engine/paths.ts";
+import { judgeMutant, materialise, prepareMutantDir } from "../scripts/engine/selfcheck.ts";
+import { KIT, runScript, tempDir } from "./helpers.ts";
+
+const work = tempDir("mutants");
+after(() => work.remove());
 
 const SOURCE = [
   "export function clamp(value: number, max: number): number {",
@@ -81,4 +91,35 @@ test("course mutants 02 在真实的目标上跑一遍：报告得分，逐个�
   const usage = await runScript("course", ["mutants"]);
   assert.equal(usage.code, 2);
   assert.match(usage.stderr, /用法：npm run course -- mutants <章节>/);
+});
+
+test("caughtBy：course caught-by 找出抓住每条声明变异的测试并写进 chapter.json（字段紧跟 rule、其余原样）；点名的测试抓不住时照常跑整个文件", { timeout: 120_000 }, async () => {
+  const chapters = loadChapters(LESSONS_DIR);
+  const chapter = chapters.find((candidate) => candidate.id === "02")!;
+  const ctx = { kitRoot: KIT, chapters, history: await ensureHistory(KIT, chapters), workRoot: work.dir };
+  const catchers = await findCatchers(ctx, chapter);
+  assert.equal(catchers.length, chapter.mutations.length);
+  const focused = readFileSync(path.join(KIT, chapter.focusedTest.path), "utf8");
+  for (const catcher of catchers) {
+    assert.equal(catcher.problem, undefined, catcher.rule);
+    assert.ok(catcher.by !== undefined && focused.includes(JSON.stringify(catcher.by)), `抓住「${catcher.rule}」的应当是聚焦测试里的一项：${catcher.by}`);
+  }
+
+  // 写进一份复制的 chapter.json：caughtBy 紧跟 rule，别的字段与顺序不变
+  const copy = path.join(work.dir, "chapter-02");
+  cpSync(chapter.dir, copy, { recursive: true });
+  writeCatchers({ ...chapter, dir: copy }, catchers.map((catcher, index) => (index === 0 ? { ...catcher, by: undefined } : catcher)));
+  const written = JSON.parse(readFileSync(path.join(copy, "chapter.json"), "utf8")) as { mutations: Array<Record<string, unknown>> };
+  assert.ok(!("caughtBy" in written.mutations[0]!), "没找到的那条去掉旧的 caughtBy");
+  assert.deepEqual(Object.keys(written.mutations[1]!).slice(0, 2), ["rule", "caughtBy"]);
+  assert.equal(written.mutations[1]!.caughtBy, catchers[1]!.by);
+
+  // 点名一项抓不住它的测试（这条变异之后照样通过的那项）：结论照旧是被抓住，抓住它的还是原来那项
+  const dir = await materialise(ctx, ctx.history.chapters["02"]!.target, "judge-02");
+  assert.deepEqual(await prepareMutantDir(dir), []);
+  const [first] = chapter.mutations;
+  const innocent = "end() 在没有终态事件时收尾：放行等待的迭代并完成 result()";
+  assert.notEqual(catchers[0]!.by, innocent);
+  const verdict = await judgeMutant(chapter, dir, { ...first!, caughtBy: innocent }, "变异 1");
+  assert.deepEqual(verdict, { kind: "killed", by: catchers[0]!.by });
 });

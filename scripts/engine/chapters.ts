@@ -72,6 +72,11 @@ export interface Mutation {
 export interface RuleMutation extends Mutation {
   /** 被破坏的规则，用课文里的说法。 */
   rule: string;
+  /**
+   * 抓住这条变异的测试的完整名称（npm run course -- caught-by 写进来）：它写明哪项测试守着这条规则，
+   * 自检也先单独跑它——它变红就已经判定，不必等聚焦测试里排在它前面的测试。它没变红时照常跑整个文件。
+   */
+  caughtBy?: string;
 }
 
 /** 编译失败用例：施加这处替换之后 tsc 必须报出 code 这个错误（例如穷尽检查挡住漏处理的新角色）。 */
@@ -490,7 +495,8 @@ function parseEquivalent(value: unknown, field: string, r: Reader): EquivalentMu
 
 function parseRuleMutation(value: unknown, field: string, r: Reader): RuleMutation {
   const o = r.object(value, field);
-  return { rule: r.string(o.rule, `${field}.rule`), ...parseMutation(o, field, r) };
+  const caughtBy = o.caughtBy === undefined ? undefined : r.string(o.caughtBy, `${field}.caughtBy`);
+  return { rule: r.string(o.rule, `${field}.rule`), ...parseMutation(o, field, r), ...(caughtBy === undefined ? {} : { caughtBy }) };
 }
 
 function parseCompileFail(value: unknown, field: string, r: Reader): CompileFail {

@@ -147,6 +147,9 @@ async function testNamesOf(tree: TargetTree, chapter: Chapter, at: At): Promise<
     if (!found) problems.push(at(field, `聚焦测试里没有名为「${name}」的测试`));
   };
   named("fault.test", chapter.fault.test);
+  chapter.mutations.forEach((mutation, index) => {
+    if (mutation.caughtBy !== undefined) named(`mutations[${index}].caughtBy`, mutation.caughtBy);
+  });
   if (chapter.firstRed.kind === "test") chapter.firstRed.failures.forEach((failure, index) => named(`firstRed.failures[${index}].test`, failure.test));
   if (!complete) return problems;
   if (names.length !== chapter.focusedTest.count) {

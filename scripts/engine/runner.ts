@@ -458,7 +458,7 @@ function classifyHangs(outcomes: readonly ReportedOutcome[]): Array<ReportedOutc
 }
 
 /** 只选中这些名字的 --test-name-pattern（整名匹配）。 */
-function exactNames(names: readonly string[]): string {
+export function exactNames(names: readonly string[]): string {
   const escaped = [...new Set(names)].map(escapeRegExp);
   return `^(?:${escaped.join("|")})$`;
 }

@@ -12,7 +12,7 @@ import { COURSE_PACKAGE } from "./paths.js";
 import { filesUnder } from "../kit-cache.mjs";
 import { binsIntoKit } from "./links.js";
 import { createPractice, GUIDE_FILE, linkDependencies, PRACTICE_MARKER } from "./practice.js";
-import { buildProject, compiledTestPath, failureMentions, runFilesApart, runTests, type BuildResult, type RunPace, type TestReport } from "./runner.js";
+import { buildProject, compiledTestPath, exactNames, failureMentions, runFilesApart, runTests, type BuildResult, type RunPace, type TestReport } from "./runner.js";
 import { mapInPool } from "./pool.js";
 import { anchorProblem, applyAnchored, findRegions, type Anchored } from "./regions.js";
 import { cutStarter, parentTeachingFiles, practiceTeachingFiles, targetTeachingFiles } from "./starter.js";
@@ -484,7 +484,7 @@ async function checkMutation(chapter: Chapter, dir: string, mutation: RuleMutati
   return undefined;
 }
 
-export type MutantVerdict = { kind: "killed" } | { kind: "survived"; passed: number; total: number } | { kind: "problem"; problem: string };
+export type MutantVerdict = { kind: "killed"; by?: string } | { kind: "survived"; passed: number; total: number } | { kind: "problem"; problem: string };
 
 /**
  * 施加一处替换（目标已经编译干净），看聚焦测试能不能抓住它；测完文件与 dist 都换回原样。
@@ -509,6 +509,7 @@ export async function judgeMutant(chapter: Chapter, dir: string, mutation: Mutat
       // 先只跑改动所在文件的那几个实践的测试（多半就是它们守着这条规则，不必先等别的实践里慢的测试）；
       // 它们全绿时再跑整个文件，结论与只跑整个文件相同（承诺 3 已确认每个实践单独运行时全绿）。
       const owners = ownerPattern(chapter, mutation.file);
+      const caughtBy = "caughtBy" in mutation && typeof mutation.caughtBy === "string" ? mutation.caughtBy : undefined;
       const run = (pattern?: string) =>
         runTests([focused], {
           timeoutMs: MUTANT_TIMEOUT_MS,
@@ -516,9 +517,18 @@ export async function judgeMutant(chapter: Chapter, dir: string, mutation: Mutat
           ...(pace === undefined ? {} : { pace }),
           ...(pattern === undefined ? {} : { pattern }),
         });
-      if (owners !== undefined && hasFailure(await run(owners))) return undefined;
+      const caught = (report: TestReport): boolean => {
+        if (!hasFailure(report)) return false;
+        // 记下抓住它的那项测试（course caught-by 写进 chapter.json）；文件一级的失败（挂住、加载失败）不算某一项
+        const by = report.tests.find((test) => !test.ok && test.name !== focused)?.name;
+        verdict = by === undefined ? { kind: "killed" } : { kind: "killed", by };
+        return true;
+      };
+      // chapter.json 写明了哪项测试抓住它：先单独跑那一项，它变红就够了（结论与跑整个文件相同）
+      if (caughtBy !== undefined && caught(await run(exactNames([caughtBy])))) return undefined;
+      if (owners !== undefined && caught(await run(owners))) return undefined;
       const report = await run();
-      if (report.tests.length > 0 && !hasFailure(report)) verdict = { kind: "survived", passed: report.passed, total: report.tests.length };
+      if (report.tests.length > 0 && !caught(report)) verdict = { kind: "survived", passed: report.passed, total: report.tests.length };
       return undefined;
     } finally {
       writeFileSync(emitted, original);
