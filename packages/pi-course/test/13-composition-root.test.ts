@@ -687,10 +687,22 @@ async function spawnTinyPi(t: TestContext, root: string, cwd: string, agentDir: 
   );
   // 命令先写下自己的 pid（sh 是组长，pid 就是组号）：测试要知道该看哪一组。
   // 等的是这件事本身，上限放宽到 15 秒：机器忙时，启动 node、加载 tiny-pi 再跑到这条命令要好几秒。
+  // 文件一出现就读会撞上空文件（sh 先建文件、echo 后写），所以等到那一行写完整（带换行）。
   const pidFile = path.join(cwd, "pid.txt");
-  for (let tries = 0; tries < 600 && !gone && !existsSync(pidFile); tries += 1) await new Promise((resolve) => setTimeout(resolve, 25));
-  if (!existsSync(pidFile)) await exited;
-  const pgid = Number((await readFile(pidFile, "utf8").catch(() => "")).trim());
+  const written = async () => {
+    const line = await readFile(pidFile, "utf8").catch(() => "");
+    return line.endsWith("\n") ? line : undefined;
+  };
+  let line = await written();
+  for (let tries = 0; tries < 600 && !gone && line === undefined; tries += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+    line = await written();
+  }
+  if (line === undefined) {
+    await exited;
+    line = await written();
+  }
+  const pgid = Number((line ?? "").trim());
   assert.ok(pgid > 0, `命令没有开始运行；stderr：${stderr}`);
   // 红的时候也不把进程留在这台机器上。
   t.after(() => {
