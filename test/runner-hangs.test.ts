@@ -190,7 +190,9 @@ test("节奏（变异用）：某项的结果比未变异时晚到太多，就�
   const report = await runTests([file], { timeoutMs: 20_000, stopAtFirstFailure: true, pace: baseline.pace!, pattern: "^(?:快|等一下|最后)$" });
   const elapsed = Date.now() - started;
   assert.ok(report.failed >= 1, JSON.stringify(report.tests));
-  assert.match(report.tests.find((outcome) => !outcome.ok)?.message ?? "", /毫秒没有新的结果（未变异时这里只隔 \d+ 毫秒）：当作有一项测试挂住了/);
+  const hung = report.tests.find((outcome) => !outcome.ok);
+  assert.match(hung?.message ?? "", /毫秒没有新的结果（未变异时这里只隔 \d+ 毫秒）：当作有一项测试挂住了/);
+  assert.equal(hung?.name, "等一下", "以节奏里的下一项记下挂住的测试");
   assert.ok(elapsed < 12_000, `期限由实测的节奏推出（4 倍加 1.5 秒），实际用了 ${elapsed} ms`);
   const left = spawnSync("pgrep", ["-f", file], { encoding: "utf8" });
   assert.equal(left.stdout.trim(), "", "没有留下还在运行的测试进程");

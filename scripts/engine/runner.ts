@@ -364,7 +364,11 @@ function collectOutcomes(testProcess: TestProcess, file: string, options: RunOpt
       // 被名称过滤跳过的测试没有运行，不计入选中数。
       const outcomes: ReportedOutcome[] = records.filter((record) => !record.skipped).map(({ skipped: _skipped, ...outcome }) => outcome);
       if (stalled) outcomes.push({ name: file, file, ok: false, message: STALLED_MESSAGE });
-      if (quiet) outcomes.push({ name: file, file, ok: false, message: `${quietLimit} 毫秒没有新的结果（未变异时这里只隔 ${nextGap(expected ?? pace, cursor)} 毫秒）：当作有一项测试挂住了` });
+      if (quiet) {
+        // 挂住的多半就是节奏里的下一项：以它的名字记下（作者工具据此写出是哪项测试抓住了变异）
+        const name = expected?.records[cursor]?.name ?? file;
+        outcomes.push({ name, file, ok: false, message: `${quietLimit} 毫秒没有新的结果（未变异时这里只隔 ${nextGap(expected ?? pace, cursor)} 毫秒）：当作有一项测试挂住了` });
+      }
       resolve({ outcomes, pace });
     });
     if (signal?.aborted) killGroup();

@@ -490,7 +490,7 @@ export type MutantVerdict = { kind: "killed"; by?: string } | { kind: "survived"
  * 施加一处替换（目标已经编译干净），看聚焦测试能不能抓住它；测完文件与 dist 都换回原样。
  * 供承诺 10 与作者的 `course mutants` 共用。
  */
-export async function judgeMutant(chapter: Chapter, dir: string, mutation: Mutation, label: string, pace?: RunPace): Promise<MutantVerdict> {
+export async function judgeMutant(chapter: Chapter, dir: string, mutation: Mutation & Pick<RuleMutation, "caughtBy">, label: string, pace?: RunPace): Promise<MutantVerdict> {
   const focused = compiledTestPath(dir, chapter.focusedTest.path);
   let verdict: MutantVerdict = { kind: "killed" };
   const problem = await withReplacement(dir, mutation, label, async (mutated) => {
@@ -509,7 +509,7 @@ export async function judgeMutant(chapter: Chapter, dir: string, mutation: Mutat
       // 先只跑改动所在文件的那几个实践的测试（多半就是它们守着这条规则，不必先等别的实践里慢的测试）；
       // 它们全绿时再跑整个文件，结论与只跑整个文件相同（承诺 3 已确认每个实践单独运行时全绿）。
       const owners = ownerPattern(chapter, mutation.file);
-      const caughtBy = "caughtBy" in mutation && typeof mutation.caughtBy === "string" ? mutation.caughtBy : undefined;
+      const { caughtBy } = mutation;
       const run = (pattern?: string) =>
         runTests([focused], {
           timeoutMs: MUTANT_TIMEOUT_MS,
