@@ -12,6 +12,7 @@ import {
   checkRegions,
   checkStep,
   checkTarget,
+  builtCopy,
   makePracticeDir,
   materialise,
   PROMISES,
@@ -34,6 +35,8 @@ export interface ChapterRun {
   targetDir(): Promise<string>;
   /** 某个提交的一份新副本，供会改动文件的检查独用。 */
   freshDir(commit: string, name: string): Promise<string>;
+  /** 编译干净的目标的一份副本（含 dist/），供会改动文件、又从目标出发的检查独用（故障实验、变异）。 */
+  builtTargetCopy(name: string): Promise<string>;
 }
 
 export interface ContractCheck {
@@ -60,7 +63,7 @@ export function contractFor(chapter: Chapter): ContractCheck[] {
     { id: "purity", title: PROMISES.purity, cost: 0, timeoutMs: 60_000, run: async (run) => checkPurity(run.ctx, chapter, await run.practiceDir()) },
     { id: "target", title: PROMISES.target, cost: 1 + labRuns, timeoutMs: 240_000, run: async (run) => checkTarget(chapter, await run.targetDir()) },
     { id: "earlier", title: PROMISES.earlier, cost: 2, timeoutMs: 240_000, run: async (run) => checkEarlierChapters(run.ctx, chapter, await run.targetDir()) },
-    { id: "fault", title: PROMISES.fault, cost: 1, timeoutMs: 120_000, run: async (run) => checkFault(chapter, await run.freshDir(target(run), `fault-${chapter.id}`)) },
+    { id: "fault", title: PROMISES.fault, cost: 1, timeoutMs: 120_000, run: async (run) => checkFault(chapter, await run.builtTargetCopy(`fault-${chapter.id}`)) },
     { id: "lesson", title: PROMISES.lesson, cost: 0, timeoutMs: 30_000, run: ({ ctx }) => checkLesson(ctx, chapter) },
     { id: "regions", title: PROMISES.regions, cost: 1 + labRuns, timeoutMs: 240_000, run: ({ ctx }) => checkRegions(ctx, chapter) },
     {
@@ -69,7 +72,7 @@ export function contractFor(chapter: Chapter): ContractCheck[] {
       cost: chapter.mutations.length,
       timeoutMs: 600_000,
       firstLineOnly: true,
-      run: async (run) => checkMutations(chapter, await run.freshDir(target(run), `mutations-${chapter.id}`)),
+      run: async (run) => checkMutations(chapter, await run.builtTargetCopy(`mutations-${chapter.id}`)),
     },
   ];
   if (chapter.compileFails.length > 0) {
@@ -127,6 +130,7 @@ export function chapterRun(ctx: SelfCheckContext, chapter: Chapter): ChapterRun 
     practiceDir: () => (practice ??= makePracticeDir(ctx, chapter)),
     targetDir: () => (target ??= materialise(ctx, commitsOf(run).target, `target-${chapter.id}`)),
     freshDir: (commit, name) => materialise(ctx, commit, name),
+    builtTargetCopy: async (name) => builtCopy(ctx, await run.targetDir(), commitsOf(run).target, name),
   };
   return run;
 }

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
-import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 import { focusedGlob } from "./card.js";
@@ -230,6 +230,22 @@ export async function materialise(ctx: SelfCheckContext, commit: string, name: s
   return dir;
 }
 
+/**
+ * 编译干净的目标的一份副本（连同 dist/ 与依赖的链接）：故障实验与变异要改文件，各用一份自己的，
+ * 却不必再从提交取一遍、再全量编译一遍。副本的源文件与编译时一个字节不差时，它也算编译干净。
+ * 目标编译不过时照旧取一份新的（检查会报出编译失败）。
+ */
+export async function builtCopy(ctx: SelfCheckContext, source: string, commit: string, name: string): Promise<string> {
+  const build = await buildClean(source);
+  if (!build.ok) return materialise(ctx, commit, name);
+  const dir = path.join(ctx.workRoot, name);
+  rmSync(dir, { recursive: true, force: true });
+  cpSync(source, dir, { recursive: true, verbatimSymlinks: true });
+  const fingerprint = cleanBuilds.get(source);
+  if (fingerprint !== undefined && sourceFingerprint(dir) === fingerprint) cleanBuilds.set(dir, fingerprint);
+  return dir;
+}
+
 /** 全量编译干净的目录 → 那次编译时 packages/pi-course 源文件的指纹（见 buildClean）。 */
 const cleanBuilds = new Map<string, string>();
 
@@ -329,7 +345,9 @@ export async function checkFault(chapter: Chapter, dir: string): Promise<string[
     writeFileSync(file, applyAnchored(source, mutation));
   }
   if (problems.length > 0) return problems;
-  await buildProject(dir, SELF_CHECK_BUILD); // 变异后的代码可以有类型错误；测试照样按编译出的 JS 运行
+  // 变异后的代码可以有类型错误；测试照样按编译出的 JS 运行。目录已经编译干净时只重新写出改过的文件
+  // （去掉类型，与变异同法）；否则全量编译
+  await rebuildChanged(dir, [...new Set(chapter.fault.mutations.map((mutation) => mutation.file))]);
   const report = await runTests([compiledTestPath(dir, chapter.focusedTest.path)]);
   const outcome = report.tests.find((test) => test.name === chapter.fault.test);
   if (!outcome) return [`故障实验点名的测试「${chapter.fault.test}」没有运行`];
@@ -553,6 +571,21 @@ function ownerPattern(chapter: Chapter, file: string): string | undefined {
 /** 有测试失败（或文件没能运行，那也记作一项失败）。 */
 function hasFailure(report: TestReport): boolean {
   return report.passed < report.tests.length;
+}
+
+/**
+ * 在编译干净的目录里改了这几个 .ts 文件之后：只把它们去掉类型写进 dist/（与 tsc 写出的 JS 行为相同），
+ * 目录从此不再算编译干净。不是编译干净的目录、或改的不是编译进 dist 的 .ts 文件时，全量编译。
+ */
+async function rebuildChanged(dir: string, files: readonly string[]): Promise<void> {
+  const emitted = files.map((file) => compiledTestPath(dir, file));
+  const clean = cleanBuilds.has(dir) && files.every((file, index) => file.endsWith(".ts") && existsSync(emitted[index]!));
+  cleanBuilds.delete(dir);
+  if (!clean) {
+    await buildProject(dir, SELF_CHECK_BUILD);
+    return;
+  }
+  for (const [index, file] of files.entries()) writeFileSync(emitted[index]!, await stripTypes(readFileSync(path.join(dir, file), "utf8"), file));
 }
 
 /** 一个 TypeScript 文件去掉类型后的 JS（ES 模块，es2022）。变异用它代替一次 tsc。 */
