@@ -814,7 +814,7 @@ test("19.5 tiny-pi --durable：流到一半被 SIGKILL，再启动时续上已�
   }
   const refused = await runMain(["--durable"], agentDir, broken);
   assert.equal(refused.code, 1);
-  assert.match(refused.err, /^tiny-pi：.*拒绝打开。\n$/);
+  assert.match(refused.err.split("\n").at(-2)!, /^tiny-pi：.*拒绝打开。$/, "最后一行说出打不开的原因");
 
   const report = await runEvalTask(DURABLE_TASKS[0]!);
   assert.ok(report.ok, formatEvalTable([report]));
