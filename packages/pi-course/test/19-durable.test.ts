@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { PassThrough } from "node:stream";
-import { appendFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { appendFile, mkdir, mkdtemp, open, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import test from "node:test";
@@ -12,12 +13,17 @@ import { context, MISSING_RESULT_TEXT, orderChanged, pairResults, placeSystem, r
 import { contribute, EXCLUDED_STOP_REASONS, newestEdits, type EntryDraft, type EntryRecord } from "../src/durable/entries.js";
 import { danglingCalls, DurableSession, interruptedText, RECOVERED_PARTIAL } from "../src/durable/session.js";
 import { DurableLog, DurableStoreError, JsonlDurableStore, loadSqlite, PoisonedSessionError, SqliteDurableStore, type DurableStore } from "../src/durable/store.js";
+import { parseCliArgs } from "../src/cli/args.js";
 import { main } from "../src/cli/main.js";
-import { ABORTED_MARK } from "../src/durable/durable-mode.js";
+import { ABORTED_MARK, displayLine, openProjectStore } from "../src/durable/durable-mode.js";
 import { AssistantMessageEventStream } from "../src/event-stream.js";
 import { runEvalTask } from "../src/eval/run.js";
-import { DURABLE_TASKS } from "../src/eval/durable.js";
+import { asSessionEntries, DURABLE_RECOVERY, DURABLE_TASKS, recoveredAs, runDurableTask } from "../src/eval/durable.js";
+import { VISIBLE_TASKS } from "../src/eval/tasks.js";
+import type { EvalContext, EvalTask } from "../src/eval/types.js";
+import type { SessionEntry } from "../src/session-entries.js";
 import { formatEvalTable } from "../src/eval/report.js";
+import { sessionFolderName } from "../src/runtime.js";
 import { s } from "../src/schema.js";
 import { ScriptedModel } from "../src/scripted-model.js";
 import { defineTool, ToolRegistry } from "../src/tools.js";
@@ -144,6 +150,8 @@ test("19.1 每个条目交出自己的消息、最新一次修改的替换，或
   const edits = newestEdits(entries);
   assert.deepEqual(contribute(original, edits.get(1)).map(show), ["user「hello there」"], "同一个条目的修改，最新的那次算数");
   assert.equal(edits.get(5), undefined, "修改只能指向更早的条目");
+  const selfEdit = record(6, { kind: "message", model: [user("mine")], edits: [{ target: 6, action: "omit" }] });
+  assert.equal(newestEdits([selfEdit]).get(6), undefined, "指向自己的修改也不算数");
   assert.deepEqual(contribute(entries[1]!, edits.get(2)), [], "edit 条目自己什么也不交");
   assert.deepEqual(contribute(original, { target: 1, action: "omit" }), [], "omit 让条目什么也不交");
 
@@ -224,6 +232,9 @@ test("19.2 同一个调用只认第一条结果；前面没有调用的结果丢
   assert.equal(missing.toolName, "read");
   assert.equal(missing.content[0]!.text, "Tool result unavailable: history ends before this call completed.");
   assert.equal(MISSING_RESULT_TEXT, missing.content[0]!.text);
+
+  const twice = pairResults([reply("one", [call("k")]), result("k", "first"), reply("again", [call("k")])]);
+  assert.deepEqual(twice.map(show), ["assistant「one」 ->k", "result<-k", "assistant「again」 ->k"], "同一个调用 id 又出现一次：结果只跟在第一次后面");
 
   const late = pairResults([result("z", "too early"), reply("now", [call("z")])]);
   assert.equal((late[1] as ToolResultMessage).content[0]!.text, MISSING_RESULT_TEXT, "写在调用之前的结果不算它的结果");
@@ -311,11 +322,41 @@ test("19.3 带 head 的条目开始新的范围；它后面没有系统条目时
 
 // ── 19.4 存储：提交之后才看得见 ────────────────────────────────
 
+/** 记下 work 期间写过东西的文件句柄依次做了什么（write 的是整行还是换行符、sync），最后它们关掉了没有。 */
+async function watchFileHandles(t: test.TestContext, work: () => Promise<unknown>): Promise<string[]> {
+  const probe = await open(os.devNull, "r");
+  const proto = Object.getPrototypeOf(probe) as Record<"write" | "sync", (this: { fd: number }, ...args: unknown[]) => Promise<unknown>>;
+  await probe.close();
+  const original = { write: proto.write, sync: proto.sync };
+  const writers = new Set<{ fd: number }>();
+  const steps: string[] = [];
+  proto.write = function (...args: unknown[]) {
+    writers.add(this);
+    steps.push(args[0] === "\n" ? "write 换行符" : "write 一行");
+    return original.write.apply(this, args);
+  };
+  proto.sync = function (...args: unknown[]) {
+    if (writers.has(this)) steps.push("sync");
+    return original.sync.apply(this, args);
+  };
+  const restore = () => Object.assign(proto, original);
+  t.after(restore);
+  try {
+    await work();
+  } finally {
+    restore();
+  }
+  // 关掉的文件句柄 fd 是 -1。
+  steps.push([...writers].every((handle) => handle.fd === -1) ? "close" : "没关");
+  return steps;
+}
+
 test("19.4 JSONL：一批条目一行，换行符之前的残行不算提交、下一次提交之前截掉；坏掉的已提交行说出行号", async (t) => {
   const dir = await tempDir(t);
   const file = path.join(dir, "session.jsonl");
   const log = await DurableLog.open(new JsonlDurableStore(file));
-  await log.append([message(user("one")), message(reply("two"))]);
+  const steps = await watchFileHandles(t, () => log.append([message(user("one")), message(reply("two"))]));
+  assert.deepEqual(steps, ["write 一行", "write 换行符", "sync", "close"], "一次提交：先写这一行，换行符最后写，写完 sync，再关掉文件");
   await log.append([{ kind: "note", data: "three" }]);
   await assert.rejects(log.append([{ kind: "note", data: 10n }]), (error) => error instanceof DurableStoreError && error.nothingWritten, "编码不成 JSON：什么也没写，会话照常可用");
   const lines = (await readFile(file, "utf8")).split("\n");
@@ -371,6 +412,21 @@ test("19.4 SQLite：entries 表按 id 存 JSON 记录与 commit_seq，WAL 模式
   const reopened = await DurableLog.open(await SqliteDurableStore.open(file));
   assert.deepEqual(context(reopened.entries).messages.map(show), context(nineEntries()).messages.map(show), "读回来拼出的还是那六条");
   await reopened.store.close();
+
+  // 事务里出错：ROLLBACK，这一批一行也不留，同一个连接接着能提交下一批。
+  let failOnce = true;
+  const flaky = await SqliteDurableStore.open(path.join(dir, "rollback.sqlite"), {
+    crashPoint: () => {
+      if (failOnce) {
+        failOnce = false;
+        throw new Error("disk I/O error");
+      }
+    },
+  });
+  await assert.rejects(flaky.commit([record(1, { kind: "note", data: "lost" })]), /disk I\/O error/);
+  await flaky.commit([record(1, { kind: "note", data: "kept" })]);
+  assert.deepEqual((await flaky.load()).map((entry) => entry.data), ["kept"], "出错的那一批回滚了");
+  await flaky.close();
 });
 
 test("19.4 提交返回之后才看得见；一批要么全在要么全不在；结局不确定的失败让会话停用，之后每个操作都是同一句错误", async () => {
@@ -396,7 +452,8 @@ test("19.4 提交返回之后才看得见；一批要么全在要么全不在；
   await log.append([message(user("d"))]);
   assert.equal(log.entries.length, 4, "确定什么也没写的失败不让会话停用");
 
-  store.failWith = new Error("disk I/O error");
+  // 存储自己的错误，只要不是确定什么也没写（nothingWritten 为假），也一样停用会话。
+  store.failWith = new DurableStoreError("disk I/O error", false);
   const first = await log.append([message(user("e"))]).then(() => undefined, (error: unknown) => error);
   assert.ok(first instanceof PoisonedSessionError);
   assert.match(first.message, /会话记录已停用：第 3 次提交的结局不确定（disk I\/O error）/);
@@ -580,10 +637,19 @@ test("19.5 流式回复至多每 100 毫秒存一个检查点；重新打开时�
   const words = ["al", "pha ", "be", "ta ", "gam", "ma ", "del", "ta ", "eps", "ilon"];
   const first = await DurableSession.open({ log: await DurableLog.open(store), model: slowModel(clock, words, false), system: () => ({ preamble: "p" }), now: () => clock.now });
   await first.prompt("count");
-  const checkpoints = first.entries.filter((entry) => entry.kind === "pi.partial");
-  const times = checkpoints.map((entry) => (entry.data as { partial: AssistantMessage }).partial.content.map((block) => (block.type === "text" ? block.text : "")).join(""));
-  assert.deepEqual(times, ["al", "alpha beta gam", "alpha beta gamma delta eps"], "第 30、150、270 毫秒各一个：间隔不少于 100 毫秒");
+  const checkpointTexts = (entries: readonly EntryRecord[]) =>
+    entries
+      .filter((entry) => entry.kind === "pi.partial")
+      .map((entry) => (entry.data as { partial: AssistantMessage }).partial.content.map((block) => (block.type === "text" ? block.text : "")).join(""));
+  assert.deepEqual(checkpointTexts(first.entries), ["al", "alpha beta gam", "alpha beta gamma delta eps"], "第 30、150、270 毫秒各一个：间隔不少于 100 毫秒");
   assert.equal(first.entries.at(-1)!.model![0]!.role, "assistant");
+  const tight = await DurableSession.open({ log: await DurableLog.open(new MemoryStore()), model: slowModel(clock, words, false), system: () => ({ preamble: "p" }), now: () => clock.now, checkpointMs: 60 });
+  await tight.prompt("count");
+  assert.deepEqual(
+    checkpointTexts(tight.entries),
+    ["al", "alpha be", "alpha beta gam", "alpha beta gamma del", "alpha beta gamma delta eps"],
+    "checkpointMs 是 60：第 30、90、150、210、270 毫秒各一个，正好隔满 60 毫秒也存",
+  );
 
   const crashed = new MemoryStore();
   const dying = await DurableSession.open({ log: await DurableLog.open(crashed), model: slowModel(clock, words.slice(0, 5), true), system: () => ({ preamble: "p" }), now: () => clock.now });
@@ -688,14 +754,9 @@ test("19.5 tiny-pi --durable：流到一半被 SIGKILL，再启动时续上已�
   const shownBeforeKill = out.slice(out.indexOf("> count for me\n") + "> count for me\n".length);
   assert.match(shownBeforeKill, /^tick 0 tick 1 /, "屏幕上只有提交过的检查点");
 
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  let again = "";
-  let notes = "";
-  stdout.on("data", (chunk: Buffer) => (again += chunk));
-  stderr.on("data", (chunk: Buffer) => (notes += chunk));
-  const code = await main(["--durable"], { stdin: new PassThrough(), stdout, stderr, env: { PI_COURSE_AGENT_DIR: agentDir }, cwd });
+  const { code, out: again, err: notes } = await runMain(["--durable"], agentDir, cwd);
   assert.equal(code, 0, notes);
+  if (sqlite !== undefined) assert.equal(notes, "", "有 node:sqlite 时 stderr 什么也不说");
   const lines = again.split("\n");
   assert.match(lines[0]!, /^续上持久会话 .*\.(sqlite|jsonl)（\d+ 个条目）$/);
   assert.match(lines[0]!, sqlite === undefined ? /\.jsonl/ : /\.sqlite/, "有 node:sqlite 就存进 SQLite");
@@ -703,6 +764,148 @@ test("19.5 tiny-pi --durable：流到一半被 SIGKILL，再启动时续上已�
   assert.equal(lines[1], "> count for me");
   assert.ok(lines[2]!.startsWith(`${ABORTED_MARK} ${shownBeforeKill.trimEnd()}`), `半截回复标成中断，至少有被杀之前显示的那些：${lines[2]}`);
 
+  assert.deepEqual(parseCliArgs(["--durable", "--yolo", "--trust", "t"]), { mode: "interactive", messages: ["t"], session: "new", allow: [], yolo: true, trust: true, help: false, durable: true });
+  assert.deepEqual(parseCliArgs(["t"]), { mode: "interactive", messages: ["t"], session: "new", allow: [], yolo: false, trust: false, help: false }, "没给 --durable 就没有这个字段，其余字段照旧");
+
+  // 屏幕上的样子：调用写成 [调用 read]，工具结果只显示第一行，出错的标上“出错”。
+  assert.equal(displayLine(reply("reading", [call("a")])), "reading [调用 read]");
+  assert.equal(displayLine(result("a", "line one\nline two")), "[read] line one");
+  assert.equal(displayLine({ ...result("a", "line one\nline two"), isError: true }), "[read 出错] line one");
+
+  // 一个新项目上跑完一个任务：没有“续上”那一行；检查点先显示，回复提交时补齐剩下的；工具结果一行。
+  const fresh = path.join(root, "fresh");
+  await mkdir(fresh);
+  await writeFile(path.join(fresh, "notes.txt"), "first line\nsecond line\n");
+  const scripted = new ScriptedModel([
+    { kind: "reply", content: [text("reading"), call("n1", "read", { path: "notes.txt" })], stopReason: "toolUse" },
+    { kind: "reply", content: [text("the notes start with first line")], stopReason: "stop" },
+  ]);
+  const done = await runMain(["--durable", "what do the notes say?"], agentDir, fresh, { model: scripted, now: () => 42 });
+  assert.equal(done.code, 0, done.err);
+  const screen = done.out.split("\n");
+  assert.deepEqual([screen[0], screen[1], screen[3], screen.length], ["> what do the notes say?", "reading [调用 read]", "the notes start with first line", 5], done.out);
+  assert.match(screen[2]!, /^\[read\] .*first line/);
+  const freshFile = path.join(agentDir, "durable", `${sessionFolderName(fresh)}.sqlite`);
+  if (sqlite !== undefined) assert.deepEqual([existsSync(freshFile), existsSync(`${freshFile}-wal`)], [true, false], "退出之前关掉了存储（SQLite 关掉最后一个连接时收掉 -wal 文件）");
+  const freshStore = await openProjectStore(agentDir, fresh);
+  const freshEntries = await freshStore.store.load();
+  await freshStore.store.close();
+  assert.equal(freshEntries[0]!.model![0]!.timestamp, 42, "注入的时钟也交给了持久会话");
+
+  // 只有一个条目的记录也要“续上”。
+  const single = path.join(root, "single");
+  await mkdir(single);
+  const singleStore = await openProjectStore(agentDir, single);
+  await (await DurableLog.open(singleStore.store)).append([{ kind: "note", data: "only one" }]);
+  await singleStore.store.close();
+  const one = await runMain(["--durable"], agentDir, single);
+  assert.equal(one.out, `续上持久会话 ${singleStore.file}（1 个条目）\n`);
+
+  // 打不开的记录：stderr 说出原因，退出码 1。
+  const broken = path.join(root, "broken");
+  await mkdir(broken);
+  const brokenStore = await openProjectStore(agentDir, broken);
+  await brokenStore.store.close();
+  if (sqlite === undefined) await writeFile(brokenStore.file, "not json\n");
+  else {
+    const db = new sqlite.DatabaseSync(brokenStore.file);
+    db.prepare("INSERT INTO entries (id, commit_seq, record) VALUES (1, 1, 'not json')").run();
+    db.close();
+  }
+  const refused = await runMain(["--durable"], agentDir, broken);
+  assert.equal(refused.code, 1);
+  assert.match(refused.err.split("\n").at(-2)!, /^tiny-pi：.*拒绝打开。$/, "最后一行说出打不开的原因");
+
   const report = await runEvalTask(DURABLE_TASKS[0]!);
   assert.ok(report.ok, formatEvalTable([report]));
+  assert.equal(report.toolErrors, 0);
+  assert.equal("error" in report, false, "跑完了的报告没有 error");
+  await checkDurableEval(root);
 });
+
+/** 持久任务的评测：死在一个会改动工作区的工具里、记成 interrupted；报告的规矩与第 14 章相同。 */
+async function checkDurableEval(root: string): Promise<void> {
+  const crashInWrite: EvalTask = {
+    id: "durable-crash-in-write",
+    title: "写文件时进程死掉，重新打开：write 不重跑，记成 interrupted",
+    files: {},
+    prompts: ["write done.txt", "and now?"],
+    turns: [
+      { kind: "reply", content: [call("w1", "write", { path: "done.txt", content: "ok\n" })], stopReason: "toolUse" },
+      { kind: "reply", content: [text("the write was interrupted; check done.txt")], stopReason: "stop" },
+      { kind: "reply", content: [text("still here")], stopReason: "stop" },
+    ],
+    durable: { crashIn: "write", safeTools: ["read"] },
+    checks: [recoveredAs("write", "interrupted")],
+  };
+  const workspace = path.join(root, "eval-workspace");
+  const storeDir = path.join(root, "eval-store");
+  await mkdir(workspace);
+  await mkdir(storeDir);
+  const run = await runDurableTask(crashInWrite, workspace, storeDir, new ScriptedModel(crashInWrite.turns));
+  assert.equal(run.error, undefined);
+  assert.equal(await readFile(path.join(workspace, "done.txt"), "utf8"), "ok\n", "工具真的做完了它的事，才死掉");
+  const storeFile = path.join(storeDir, sqlite === undefined ? "session.jsonl" : "session.sqlite");
+  assert.equal(existsSync(storeFile), true, "有 node:sqlite 就存进 SQLite，否则 JSONL");
+  if (sqlite !== undefined) assert.equal(existsSync(`${storeFile}-wal`), false, "跑完关掉了存储");
+  const said = run.entries.flatMap((entry) => (entry.type === "message" && entry.message.role === "user" ? [show(entry.message)] : []));
+  assert.deepEqual(said, ["user「write done.txt」", "user「and now?」"], "第一句在死掉之前问，后面的话在恢复之后接着问");
+
+  // agent 目录里已经写好了文件（任务的 agentFiles）也照样跑。
+  const interrupted = await runEvalTask({ ...crashInWrite, agentFiles: { "notes.md": "written before the durable run\n" } });
+  assert.ok(interrupted.ok, formatEvalTable([interrupted]));
+  assert.equal(interrupted.steps, 3, "死掉之前一次请求，resume 一次，第二句一次");
+  assert.equal(interrupted.toolErrors, 1, "interrupted 的结果是一条错误结果");
+
+  const [readTask] = DURABLE_TASKS as [EvalTask];
+  const wrongCheck = await runEvalTask({ ...readTask, checks: [recoveredAs("read", "interrupted")] });
+  assert.equal(wrongCheck.ok, false, "read 重跑了：说它是 interrupted 的检查不通过");
+  const neverCrashed = await runEvalTask({ ...readTask, durable: { crashIn: "edit", safeTools: ["read"] }, checks: [answerOk()] });
+  assert.equal(neverCrashed.ok, false, "第一次运行没有死在半路：有 error，检查全过也不算通过");
+  assert.match(neverCrashed.error ?? "", /一直没有被调用/);
+  const live = await runEvalTask(readTask, { model: new ScriptedModel(readTask.turns) });
+  assert.deepEqual([live.checks.length, live.ok], [0, false], "真模型只跑看工作区的检查；一项也没有就不算通过");
+  const plain = await runEvalTask(VISIBLE_TASKS[0]!);
+  assert.ok(plain.ok, formatEvalTable([plain]));
+
+  // recoveredAs 只数这个工具的 durable_recovery 条目；rerun 的结果不能是错误。
+  const entry = (id: string, rest: Partial<SessionEntry>): SessionEntry => ({ id, parentId: null, timestamp: "2026-01-01T00:00:00.000Z", ...rest }) as SessionEntry;
+  const recovery = (id: string, how: string, toolName: string) => entry(id, { type: "custom", customType: DURABLE_RECOVERY, data: { how, toolName } } as Partial<SessionEntry>);
+  const evidence = (entries: SessionEntry[]) => ({ entries }) as unknown as EvalContext;
+  const rerunCheck = recoveredAs("read", "rerun");
+  assert.equal(rerunCheck.name, "重新打开时 read 的调用重跑了一次");
+  assert.equal(recoveredAs("pay", "interrupted").name, "重新打开时 pay 的调用记成 interrupted、没有重跑");
+  const okResult = entry("r", { type: "message", message: result("r1", "contents") } as Partial<SessionEntry>);
+  const errorResult = entry("r", { type: "message", message: { ...result("r1", "ENOENT"), isError: true } } as Partial<SessionEntry>);
+  const others = [
+    entry("o1", { type: "custom", customType: "other", data: { how: "rerun", toolName: "read" } } as Partial<SessionEntry>),
+    recovery("o2", "interrupted", "pay"),
+  ];
+  assert.deepEqual(await rerunCheck.run(evidence([...others, okResult, recovery("c", "rerun", "read")])), { ok: true, reason: "read 重跑了一次，结果进了记录" });
+  assert.equal((await rerunCheck.run(evidence([errorResult, recovery("c", "rerun", "read")]))).ok, false, "重跑的结果是错误：不通过");
+
+  // 换成第 10 章的条目：一条链；恢复写下的工具结果后面跟一个 durable_recovery 条目，恢复出的半截回复不跟。
+  const converted = asSessionEntries([
+    record(1, message(user("go"))),
+    record(2, { kind: "message", model: [reply("half", [], "aborted")], data: { recovered: "partial" } }),
+    record(3, { kind: "message", model: [result("r1", "contents")], data: { recovered: "rerun" } }),
+  ]);
+  assert.deepEqual(converted.map((item) => item.type), ["message", "message", "message", "custom"]);
+  assert.deepEqual(converted.map((item) => item.parentId), [null, ...converted.slice(0, -1).map((item) => item.id)], "一条链：每个条目的 parentId 是前一个");
+}
+
+/** 在这个进程里跑一次 tiny-pi 的 main，收下它的输出。 */
+async function runMain(argv: string[], agentDir: string, cwd: string, extra: { model?: Model; now?: () => number } = {}): Promise<{ code: number; out: string; err: string }> {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = "";
+  let err = "";
+  stdout.on("data", (chunk: Buffer) => (out += chunk));
+  stderr.on("data", (chunk: Buffer) => (err += chunk));
+  const code = await main(argv, { stdin: new PassThrough(), stdout, stderr, env: { PI_COURSE_AGENT_DIR: agentDir }, cwd, ...extra });
+  return { code, out, err };
+}
+
+function answerOk() {
+  return { name: "总是通过", scope: "run" as const, run: () => ({ ok: true, reason: "ok" }) };
+}
