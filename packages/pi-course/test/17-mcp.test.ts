@@ -485,14 +485,16 @@ test("17.3 initialize 不回答就超时、版本不对就断开；错误带着 
   await assert.rejects(old.start(), /服务器说的协议版本是 2024-11-05，本客户端只说 2025-11-25/);
 });
 
-test("17.3 调用带着进度、超时发 cancelled 而连接照旧；服务器发来的 ping 得到 {}；超长的一行报告后跳过", { timeout: 8_000 }, async (t) => {
+test("17.3 调用带着进度、超时发 cancelled 而连接照旧；服务器发来的 ping 得到 {}；超长的一行报告后跳过", { timeout: 20_000 }, async (t) => {
   const problems: string[] = [];
-  const session = await fixtureSession(t, "ping", { maxTimeoutMs: 2_000, maxLineBytes: 3_000, onProblem: (problem) => problems.push(problem) });
+  const session = await fixtureSession(t, "ping", { maxTimeoutMs: 8_000, maxLineBytes: 3_000, onProblem: (problem) => problems.push(problem) });
   await session.start();
-  // 启动留足时间（机器忙时启动一个 node 就要几百毫秒），之后每个请求只等 200 ms。
-  session.options.timeoutMs = 200;
-  assert.deepEqual((await session.callTool("slow", { steps: 5, ms: 120 })).content, [{ type: "text", text: "slow done" }], "每 120 ms 一条进度，600 ms 也等得到");
-  await assert.rejects(session.callTool("never", {}), /请求 tools\/call 在 200 ms 内没有回答/);
+  // 启动留足时间（机器忙时启动一个 node 就要几百毫秒），之后每个请求只等 1 秒。
+  // 进度每 250 ms 一条、一共 1.25 秒：长过期限，只有进度让期限重新开始才等得到；两条进度之间
+  // 还差 750 ms 才到期限，两个 npm test 同时跑在两个核上时小服务器卡一下也不会误判超时。
+  session.options.timeoutMs = 1_000;
+  assert.deepEqual((await session.callTool("slow", { steps: 5, ms: 250 })).content, [{ type: "text", text: "slow done" }], "每 250 ms 一条进度，1.25 秒也等得到");
+  await assert.rejects(session.callTool("never", {}), /请求 tools\/call 在 1000 ms 内没有回答/);
   const cancelled = await session.callTool("cancelled", {});
   assert.equal(cancelled.content[0]?.text, "[5]", "服务器收到了那个请求的 notifications/cancelled");
   const ping = JSON.parse(String((await session.callTool("last-ping", {})).content[0]?.text));
@@ -504,7 +506,7 @@ test("17.3 调用带着进度、超时发 cancelled 而连接照旧；服务器�
   session.options.maxTimeoutMs = undefined;
   await session.callTool("echo", { text: "期限" });
   const options = requests.mock.calls.find((call) => call.arguments[0] === "tools/call")?.arguments[2];
-  assert.deepEqual([options?.timeoutMs, options?.maxTimeoutMs], [200, 800], "maxTimeoutMs 默认是 timeoutMs 的 4 倍");
+  assert.deepEqual([options?.timeoutMs, options?.maxTimeoutMs], [1_000, 4_000], "maxTimeoutMs 默认是 timeoutMs 的 4 倍");
 });
 
 test("17.3 崩溃：待决的调用一次全被拒绝、原因带着 stderr；此刻调用立刻失败；有限次地重启，工具又能调用", { timeout: 8_000 }, async (t) => {
