@@ -6,6 +6,7 @@ import os from "node:os";
 
 import { findChapter, loadChapters, type Chapter } from "./engine/chapters.js";
 import { selfCheckChapter } from "./engine/contract.js";
+import type { SelfCheckContext } from "./engine/selfcheck.js";
 import { lintCourse } from "./engine/lint.js";
 import { sweepMutants } from "./engine/mutant-sweep.js";
 import { findCatchers, writeCatchers } from "./engine/caught-by.js";
@@ -83,21 +84,17 @@ await runCommandLine(HELP, { from: { type: "string" }, json: { type: "boolean" }
   if (sub === "check") {
     const chapters = loadChapters(LESSONS_DIR);
     const selected = rest.length === 0 ? chapters : rest.map((input) => findChapter(chapters, input));
-    const history = await ensureHistory(KIT_ROOT, chapters);
-    const work = mkdtempSync(path.join(os.tmpdir(), "pi-course-check-"));
     let broken = 0;
-    try {
+    await withScratchContext(chapters, "check", async (ctx) => {
       for (const chapter of selected) {
-        for (const report of await selfCheckChapter({ kitRoot: KIT_ROOT, chapters, history, workRoot: work }, chapter)) {
+        for (const report of await selfCheckChapter(ctx, chapter)) {
           const ok = report.problems.length === 0;
           if (!ok) broken++;
           console.log(`${ok ? paint("green", "✓") : paint("red", "✗")} 第 ${chapter.id} 章 · 承诺 ${report.promise}`);
           for (const problem of report.problems) console.log(`    ${problem}`);
         }
       }
-    } finally {
-      rmSync(work, { recursive: true, force: true });
-    }
+    });
     if (broken > 0) throw new CourseError("SELF_CHECK_FAILED", `课程自检发现 ${broken} 条承诺被打破（见上）`);
     console.log(paint("green", `课程自检通过：${selected.map((chapter) => chapter.id).join("、")}`));
     return;
@@ -116,29 +113,23 @@ await runCommandLine(HELP, { from: { type: "string" }, json: { type: "boolean" }
     if (rest.length !== 1) throw usageError("MUTANTS_USAGE", "用法：npm run course -- mutants <章节> [--json]，一次一章");
     const chapters = loadChapters(LESSONS_DIR);
     const chapter = findChapter(chapters, rest[0] ?? "");
-    const history = await ensureHistory(KIT_ROOT, chapters);
-    const work = mkdtempSync(path.join(os.tmpdir(), "pi-course-mutants-"));
-    try {
-      const report = await sweepMutants({ kitRoot: KIT_ROOT, chapters, history, workRoot: work }, chapter, (outcome, done, total) => {
+    await withScratchContext(chapters, "mutants", async (ctx) => {
+      const report = await sweepMutants(ctx, chapter, (outcome, done, total) => {
         if (!values.json && process.stderr.isTTY) process.stderr.write(`\r  ${done}/${total} ${outcome.mutant.file}:${outcome.mutant.line}`.padEnd(70));
       });
       if (!values.json && process.stderr.isTTY) process.stderr.write("\r".padEnd(72) + "\r");
       if (values.json) console.log(JSON.stringify(report, null, 2));
       else for (const line of describeMutantReport(report, chapter)) console.log(line);
-    } finally {
-      rmSync(work, { recursive: true, force: true });
-    }
+    });
     return;
   }
   if (sub === "caught-by") {
     const chapters = loadChapters(LESSONS_DIR);
     const selected = rest.length === 0 ? chapters : rest.map((input) => findChapter(chapters, input));
-    const history = await ensureHistory(KIT_ROOT, chapters);
-    const work = mkdtempSync(path.join(os.tmpdir(), "pi-course-caught-by-"));
     let missing = 0;
-    try {
+    await withScratchContext(chapters, "caught-by", async (ctx) => {
       for (const chapter of selected) {
-        const catchers = await findCatchers({ kitRoot: KIT_ROOT, chapters, history, workRoot: work }, chapter);
+        const catchers = await findCatchers(ctx, chapter);
         writeCatchers(chapter, catchers);
         const found = catchers.filter((catcher) => catcher.by !== undefined).length;
         console.log(`第 ${chapter.id} 章：${found}/${catchers.length} 条变异写明了抓住它的测试`);
@@ -148,14 +139,23 @@ await runCommandLine(HELP, { from: { type: "string" }, json: { type: "boolean" }
           console.log(`  ${paint("red", "✗")} mutations[${catcher.index}]（${catcher.rule}）：${catcher.problem}`);
         }
       }
-    } finally {
-      rmSync(work, { recursive: true, force: true });
-    }
+    });
     if (missing > 0) throw new CourseError("MUTATIONS_UNCAUGHT", `${missing} 条变异没有找到抓住它的测试（见上）`);
     return;
   }
   throw usageError("UNKNOWN_SUBCOMMAND", `未知子命令「${sub}」；可用：history、edit、export、lint、check、chain、mutants、caught-by`);
 });
+
+/** 自检引擎的上下文：课程历史，加上一个用完就删的临时目录（check、mutants、caught-by 共用）。 */
+async function withScratchContext(chapters: Chapter[], name: string, use: (ctx: SelfCheckContext) => Promise<void>): Promise<void> {
+  const history = await ensureHistory(KIT_ROOT, chapters);
+  const workRoot = mkdtempSync(path.join(os.tmpdir(), `pi-course-${name}-`));
+  try {
+    await use({ kitRoot: KIT_ROOT, chapters, history, workRoot });
+  } finally {
+    rmSync(workRoot, { recursive: true, force: true });
+  }
+}
 
 /** 静态检查这些章节（默认全部）：每个问题一行，指到 chapter.json 的字段；有问题时以非零状态退出。 */
 async function lint(chapters: Chapter[], history: CourseHistory, selected: readonly Chapter[] = chapters): Promise<void> {

@@ -180,20 +180,32 @@ test("API key 不出现在屏幕、会话文件与错误信息里：服务器回
   for (const text of everything) assert.ok(!text.includes(key), `API key 出现在了输出或会话文件里：\n${text.slice(0, 400)}`);
 });
 
+/** 一份装好依赖的“套件”（像 npm ci 建出的那样）：工作区包 @pi/course 与它的命令 .bin/tiny-pi。 */
+function kitWithTinyPi(kit: string, answer: string): void {
+  mkdirSync(path.join(kit, "packages", "pi-course", "bin"), { recursive: true });
+  writeFileSync(path.join(kit, "packages", "pi-course", "bin", "tiny-pi.js"), answer);
+  mkdirSync(path.join(kit, "node_modules", "@pi"), { recursive: true });
+  symlinkSync("../../packages/pi-course", path.join(kit, "node_modules", "@pi", "course"));
+  mkdirSync(path.join(kit, "node_modules", ".bin"), { recursive: true });
+  symlinkSync("../@pi/course/bin/tiny-pi.js", path.join(kit, "node_modules", ".bin", "tiny-pi"));
+}
+
+/** 一个第 13 章起的练习目录：包的 package.json 声明了 tiny-pi，命令文件是学习者自己的代码。 */
+function practiceWithOwnTinyPi(dir: string): void {
+  mkdirSync(path.join(dir, "packages", "pi-course", "bin"), { recursive: true });
+  writeFileSync(path.join(dir, "packages", "pi-course", "package.json"), JSON.stringify({ name: "@pi/course", bin: { "tiny-pi": "bin/tiny-pi.js" } }));
+  writeFileSync(path.join(dir, "packages", "pi-course", "bin", "tiny-pi.js"), "// 学习者自己的代码\n");
+}
+
 test("练习目录的 .bin/tiny-pi 指向练习目录自己的包；套件工作区的命令不被链接进去", () => {
   const temp = tempDir("links");
   try {
     // 一个最小的“套件”：一个普通依赖的命令，和一个工作区包的命令（像 npm ci 建出的那样）。
     const kit = path.join(temp.dir, "kit");
-    mkdirSync(path.join(kit, "packages", "pi-course", "bin"), { recursive: true });
-    writeFileSync(path.join(kit, "packages", "pi-course", "bin", "tiny-pi.js"), "// 套件里的答案\n");
+    kitWithTinyPi(kit, "// 套件里的答案\n");
     mkdirSync(path.join(kit, "node_modules", "typescript", "bin"), { recursive: true });
     writeFileSync(path.join(kit, "node_modules", "typescript", "bin", "tsc"), "");
-    mkdirSync(path.join(kit, "node_modules", "@pi"), { recursive: true });
-    symlinkSync("../../packages/pi-course", path.join(kit, "node_modules", "@pi", "course"));
-    mkdirSync(path.join(kit, "node_modules", ".bin"));
     symlinkSync("../typescript/bin/tsc", path.join(kit, "node_modules", ".bin", "tsc"));
-    symlinkSync("../@pi/course/bin/tiny-pi.js", path.join(kit, "node_modules", ".bin", "tiny-pi"));
 
     const names = expectedLinks(kit).map((link) => link.name);
     assert.ok(names.includes(".bin/tsc"));
@@ -205,8 +217,7 @@ test("练习目录的 .bin/tiny-pi 指向练习目录自己的包；套件工作
     writeFileSync(path.join(practice, "packages", "pi-course", "package.json"), JSON.stringify({ name: "@pi/course" }));
     assert.deepEqual(ownBinLinks(practice), []);
 
-    writeFileSync(path.join(practice, "packages", "pi-course", "package.json"), JSON.stringify({ name: "@pi/course", bin: { "tiny-pi": "bin/tiny-pi.js" } }));
-    writeFileSync(path.join(practice, "packages", "pi-course", "bin", "tiny-pi.js"), "// 学习者自己的代码\n");
+    practiceWithOwnTinyPi(practice);
     for (const link of practiceLinks(kit, practice)) createLink(practice, link);
     const own = path.join(practice, "node_modules", ".bin", "tiny-pi");
     assert.equal(realpathSync(own), realpathSync(path.join(practice, "packages", "pi-course", "bin", "tiny-pi.js")));
@@ -216,9 +227,7 @@ test("练习目录的 .bin/tiny-pi 指向练习目录自己的包；套件工作
 
     // 旧的练习目录：.bin/tiny-pi 还指向套件里的答案。doctor --fix 把它换成练习目录自己的。
     const old = path.join(temp.dir, "old-practice");
-    mkdirSync(path.join(old, "packages", "pi-course", "bin"), { recursive: true });
-    writeFileSync(path.join(old, "packages", "pi-course", "package.json"), JSON.stringify({ name: "@pi/course", bin: { "tiny-pi": "bin/tiny-pi.js" } }));
-    writeFileSync(path.join(old, "packages", "pi-course", "bin", "tiny-pi.js"), "// 学习者自己的代码\n");
+    practiceWithOwnTinyPi(old);
     for (const link of expectedLinks(kit)) createLink(old, link);
     symlinkSync(path.join(kit, "node_modules", ".bin", "tiny-pi"), path.join(old, "node_modules", ".bin", "tiny-pi"));
     // 自检与 doctor 用同一条规则认出它：落到套件工作区包里的命令
@@ -237,21 +246,14 @@ test("套件的 node_modules 是指向另一份克隆的链接：那份克隆的
   try {
     // 另一份克隆装好了依赖；这份克隆的 node_modules 只是指向它的链接（@pi/course 指向的是那份克隆的 packages/）
     const other = path.join(temp.dir, "other");
-    mkdirSync(path.join(other, "packages", "pi-course", "bin"), { recursive: true });
-    writeFileSync(path.join(other, "packages", "pi-course", "bin", "tiny-pi.js"), "// 另一份克隆里的答案\n");
-    mkdirSync(path.join(other, "node_modules", "@pi"), { recursive: true });
-    symlinkSync("../../packages/pi-course", path.join(other, "node_modules", "@pi", "course"));
-    mkdirSync(path.join(other, "node_modules", ".bin"));
-    symlinkSync("../@pi/course/bin/tiny-pi.js", path.join(other, "node_modules", ".bin", "tiny-pi"));
+    kitWithTinyPi(other, "// 另一份克隆里的答案\n");
     const kit = path.join(temp.dir, "kit");
     mkdirSync(path.join(kit, "packages", "pi-course"), { recursive: true });
     symlinkSync(path.join(other, "node_modules"), path.join(kit, "node_modules"));
 
     assert.ok(!expectedLinks(kit).some((link) => link.name === ".bin/tiny-pi"), "另一份克隆的工作区命令也是最终答案");
     const practice = path.join(temp.dir, "practice");
-    mkdirSync(path.join(practice, "packages", "pi-course", "bin"), { recursive: true });
-    writeFileSync(path.join(practice, "packages", "pi-course", "package.json"), JSON.stringify({ name: "@pi/course", bin: { "tiny-pi": "bin/tiny-pi.js" } }));
-    writeFileSync(path.join(practice, "packages", "pi-course", "bin", "tiny-pi.js"), "// 学习者自己的代码\n");
+    practiceWithOwnTinyPi(practice);
     for (const link of practiceLinks(kit, practice)) createLink(practice, link);
     assert.equal(realpathSync(path.join(practice, "node_modules", ".bin", "tiny-pi")), realpathSync(path.join(practice, "packages", "pi-course", "bin", "tiny-pi.js")));
     assert.deepEqual(binsIntoKit(kit, practice), []);

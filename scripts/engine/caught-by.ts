@@ -1,10 +1,10 @@
-import { cpSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 import type { Chapter } from "./chapters.js";
 import { CourseError } from "./errors.js";
 import { mapInPool } from "./pool.js";
-import { judgeMutant, materialise, prepareMutantDir, targetPace, type SelfCheckContext } from "./selfcheck.js";
+import { judgeMutant, materialise, prepareMutantDir, targetPace, workerDirs, type SelfCheckContext } from "./selfcheck.js";
 
 /** 一条声明的变异由哪项测试抓住（活下来或检验出错时没有）。 */
 export interface Catcher {
@@ -29,12 +29,7 @@ export async function findCatchers(ctx: SelfCheckContext, chapter: Chapter): Pro
   const problems = await prepareMutantDir(dir);
   if (problems.length > 0) throw new CourseError("TARGET_BROKEN", problems.join("；"));
   const pace = await targetPace(chapter, dir);
-  const dirs = [dir];
-  for (let worker = 1; worker < Math.min(WORKERS, chapter.mutations.length); worker++) {
-    const copy = `${dir}-${worker + 1}`;
-    cpSync(dir, copy, { recursive: true, verbatimSymlinks: true });
-    dirs.push(copy);
-  }
+  const dirs = workerDirs(dir, Math.min(WORKERS, chapter.mutations.length));
   return mapInPool([...chapter.mutations.entries()], dirs.length, async ([index, mutation], worker): Promise<Catcher> => {
     const verdict = await judgeMutant(chapter, dirs[worker] ?? dir, mutation, `变异 ${index + 1}（${mutation.rule}）`, pace);
     if (verdict.kind === "killed") return verdict.by === undefined ? { index, rule: mutation.rule, problem: "变红的不是某一项测试（挂住或加载失败）" } : { index, rule: mutation.rule, by: verdict.by };

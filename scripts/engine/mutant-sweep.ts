@@ -1,10 +1,10 @@
-import { cpSync, existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 
 import type { Chapter } from "./chapters.js";
 import { addedLinesOf, generateMutants, isEquivalent, type GeneratedMutant } from "./mutants.js";
 import { mapInPool } from "./pool.js";
-import { judgeMutant, materialise, prepareMutantDir, targetPace, type SelfCheckContext } from "./selfcheck.js";
+import { judgeMutant, materialise, prepareMutantDir, targetPace, workerDirs, type SelfCheckContext } from "./selfcheck.js";
 import { CourseError } from "./errors.js";
 
 export type MutantFate = "killed" | "survived" | "equivalent" | "problem";
@@ -52,12 +52,7 @@ export async function sweepMutants(
   const problems = await prepareMutantDir(dir);
   if (problems.length > 0) throw new CourseError("TARGET_BROKEN", problems.join("；"));
   const pace = await targetPace(chapter, dir);
-  const dirs = [dir];
-  for (let worker = 1; worker < Math.min(WORKERS, mutants.length); worker++) {
-    const copy = `${dir}-${worker + 1}`;
-    cpSync(dir, copy, { recursive: true, verbatimSymlinks: true });
-    dirs.push(copy);
-  }
+  const dirs = workerDirs(dir, Math.min(WORKERS, mutants.length));
 
   let done = 0;
   const outcomes = await mapInPool(mutants, dirs.length, async (mutant, worker): Promise<MutantOutcome> => {

@@ -279,7 +279,7 @@ export function paceLimitMs(gapMs: number, ceiling: number): number {
   return Math.min(ceiling, 4 * gapMs + 1_500);
 }
 
-/** 节奏里某条记录之后的下一条：从 cursor 起找这个名字（同名的测试按先后对上）。找不到时就是最慢的那条。 */
+/** 节奏里 cursor 处那条记录隔了多久；cursor 已经走过最后一条（或名字没对上）时取最慢的那条。 */
 function nextGap(pace: RunPace, cursor: number): number {
   const next = pace.records[cursor];
   return next !== undefined ? next.gapMs : Math.max(0, ...pace.records.map((record) => record.gapMs));

@@ -482,17 +482,26 @@ export async function checkMutations(chapter: Chapter, dir: string): Promise<str
   if (!build.ok) return [`目标编译失败：${describeBuild(build.errors)}`];
   const pace = await targetPace(chapter, dir);
   // 几条变异同时检验，每个工作者在自己的目录副本里改文件，互不干扰；结果按变异的顺序报告
-  const dirs = [dir];
-  for (let worker = 1; worker < Math.min(TEST_RUNS_AT_ONCE, chapter.mutations.length); worker++) {
-    const copy = `${dir}-${worker + 1}`;
-    cpSync(dir, copy, { recursive: true, verbatimSymlinks: true });
-    dirs.push(copy);
-  }
+  const dirs = workerDirs(dir, Math.min(TEST_RUNS_AT_ONCE, chapter.mutations.length));
   const indexed = [...chapter.mutations.entries()];
   const problems = await mapInPool(indexed, dirs.length, ([index, mutation], worker) =>
     checkMutation(chapter, dirs[worker] ?? dir, mutation, `变异 ${index + 1}（${mutation.rule}）`, pace),
   );
   return problems.filter((problem): problem is string => problem !== undefined);
+}
+
+/**
+ * 同时检验几条变异时每个工作者的目录：dir 本身，加上 dir-2、dir-3 … 几份副本（连同 dist/ 与依赖的链接）。
+ * 承诺 10、course mutants 与 course caught-by 共用。
+ */
+export function workerDirs(dir: string, workers: number): string[] {
+  const dirs = [dir];
+  for (let worker = 1; worker < workers; worker++) {
+    const copy = `${dir}-${worker + 1}`;
+    cpSync(dir, copy, { recursive: true, verbatimSymlinks: true });
+    dirs.push(copy);
+  }
+  return dirs;
 }
 
 async function checkMutation(chapter: Chapter, dir: string, mutation: RuleMutation, label: string, pace?: RunPace): Promise<string | undefined> {
