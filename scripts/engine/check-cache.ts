@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, type Hash } from "node:crypto";
 import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
@@ -45,10 +45,7 @@ function engineFingerprint(kitRoot: string): string {
   if (known !== undefined) return known;
   const hash = createHash("sha256");
   const files = ["package.json", "package-lock.json", "tsconfig.json", "test/helpers.ts", ...filesUnder(kitRoot, "scripts"), ...filesUnder(kitRoot, "test/_selfcheck")];
-  for (const file of files.sort()) {
-    const full = path.join(kitRoot, file);
-    if (existsSync(full)) hash.update(`\0${file}\0`).update(readFileSync(full));
-  }
+  hashFiles(hash, kitRoot, files.sort());
   const digest = hash.digest("hex");
   engineHashes.set(kitRoot, digest);
   return digest;
@@ -64,7 +61,7 @@ export function cacheKey(ctx: SelfCheckContext, chapter: Chapter, check: Contrac
   hash.update(`${commits.parent}\0${commits.target}\0${JSON.stringify(commits.steps)}\0`);
   hash.update(readFileSync(chapter.lessonPath)).update(readFileSync(path.join(path.dirname(chapter.lessonPath), "chapter.json")));
   const chapterDir = path.dirname(chapter.lessonPath);
-  for (const file of filesUnder(chapterDir, "heldout").sort()) hash.update(`\0${file}\0`).update(readFileSync(path.join(chapterDir, file)));
+  hashFiles(hash, chapterDir, filesUnder(chapterDir, "heldout").sort());
   // 之前各章的元数据（承诺 4 核对它们的计数）与全部章节的编号（承诺 7 核对课文里的命令）
   hash.update(ctx.chapters.map((other) => other.id).join(","));
   for (const other of ctx.chapters) {
@@ -109,10 +106,14 @@ export function noteCacheUse(kind: "hit" | "run", env: NodeJS.ProcessEnv = proce
 export function kitCheckKey(kitRoot: string, name: string, sources: readonly string[]): string {
   const hash = createHash("sha256");
   hash.update(`kit-v1\0${process.version}\0${engineFingerprint(kitRoot)}\0${name}\0`);
-  const files = [...sources, ...filesUnder(kitRoot, "lessons")].sort();
+  hashFiles(hash, kitRoot, [...sources, ...filesUnder(kitRoot, "lessons")].sort());
+  return hash.digest("hex");
+}
+
+/** 依次把每个文件（相对 root）的名字与内容写进 hash；不存在的文件跳过。缓存键都这样读文件。 */
+function hashFiles(hash: Hash, root: string, files: readonly string[]): void {
   for (const file of files) {
-    const full = path.join(kitRoot, file);
+    const full = path.join(root, file);
     if (existsSync(full)) hash.update(`\0${file}\0`).update(readFileSync(full));
   }
-  return hash.digest("hex");
 }
