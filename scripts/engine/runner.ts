@@ -279,10 +279,16 @@ export function paceLimitMs(gapMs: number, ceiling: number): number {
   return Math.min(ceiling, 4 * gapMs + 1_500);
 }
 
-/** 节奏里 cursor 处那条记录隔了多久；cursor 已经走过最后一条（或名字没对上）时取最慢的那条。 */
-function nextGap(pace: RunPace, cursor: number): number {
-  const next = pace.records[cursor];
-  return next !== undefined ? next.gapMs : Math.max(0, ...pace.records.map((record) => record.gapMs));
+/**
+ * 节奏里下一条会到的记录：从 cursor 起第一条名字被 selected 选中的。Node 20 把没选中的测试也报成
+ * skipped（cursor 自己走过它们），Node 22 起根本不报，所以这里按名字跳过。等的时间取从 cursor
+ * 到它之间最慢的那条（猜错了只会多等）；走过最后一条时名字没有，等的时间取整个节奏里最慢的。
+ */
+function nextExpected(pace: RunPace, cursor: number, selected?: RegExp): { name?: string; gapMs: number } {
+  const rest = pace.records.slice(cursor);
+  const at = rest.findIndex((record) => selected === undefined || selected.test(record.name));
+  if (at < 0) return { gapMs: Math.max(0, ...pace.records.map((record) => record.gapMs)) };
+  return { name: rest[at]!.name, gapMs: Math.max(...rest.slice(0, at + 1).map((record) => record.gapMs)) };
 }
 
 function runOnce(file: string, options: RunOptions): Promise<CollectedRun> {
@@ -310,12 +316,13 @@ function collectOutcomes(testProcess: TestProcess, file: string, options: RunOpt
     const pace: RunPace = { records: [] };
     const expected = options.stopAtFirstFailure ? options.pace : undefined;
     let cursor = 0; // expected 里下一条记录的位置
+    const selected = options.pattern === undefined ? undefined : new RegExp(options.pattern);
     let quietLimit: number | undefined;
     let quiet = false;
     let stopped = false;
     const stallCheck = setInterval(() => {
       if (expected !== undefined && !stopped) {
-        quietLimit = paceLimitMs(nextGap(expected, cursor), options.timeoutMs);
+        quietLimit = paceLimitMs(nextExpected(expected, cursor, selected).gapMs, options.timeoutMs);
         if (Date.now() - lastRecord > quietLimit) {
           quiet = true;
           stopped = true;
@@ -366,8 +373,8 @@ function collectOutcomes(testProcess: TestProcess, file: string, options: RunOpt
       if (stalled) outcomes.push({ name: file, file, ok: false, message: STALLED_MESSAGE });
       if (quiet) {
         // 挂住的多半就是节奏里的下一项：以它的名字记下（作者工具据此写出是哪项测试抓住了变异）
-        const name = expected?.records[cursor]?.name ?? file;
-        outcomes.push({ name, file, ok: false, message: `${quietLimit} 毫秒没有新的结果（未变异时这里只隔 ${nextGap(expected ?? pace, cursor)} 毫秒）：当作有一项测试挂住了` });
+        const next = nextExpected(expected ?? pace, cursor, selected);
+        outcomes.push({ name: next.name ?? file, file, ok: false, message: `${quietLimit} 毫秒没有新的结果（未变异时这里只隔 ${next.gapMs} 毫秒）：当作有一项测试挂住了` });
       }
       resolve({ outcomes, pace });
     });
