@@ -1,13 +1,15 @@
-// npm test 的最后一步：运行套件测试与课程自检（node --test，两个文件同时跑），最后汇总自检缓存用了多少。
-//   npm test                    第二次起，输入没变的自检项取自缓存（node_modules/.cache/pi-course-selfcheck）
+// npm test 的最后一步：运行套件测试与课程自检（node --test，两个文件同时跑），最后汇总缓存用了多少。
+//   npm test                    第二次起，输入没变的自检项与套件测试文件取自缓存（node_modules/.cache/pi-course-selfcheck）
 //   npm test -- --no-cache      全部重新检查（CI=true 时也一样）
-//   npm test -- --test-name-pattern="第 07 章"   其余 --test… 选项原样交给 node --test
+//   npm test -- --test-name-pattern="第 07 章"   其余 --test… 选项原样交给 node --test（这时套件测试文件不取缓存）
 // 只用 Node 自带的模块。
 import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+
+import { cacheable, countsByFile, fileKey, kitFileCacheDir, readKitFile, sharedInputs, writeKitFile } from "./kit-file-cache.mjs";
 
 const KIT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const args = process.argv.slice(2);
@@ -26,12 +28,30 @@ const files = (dir) =>
     .map((name) => `${dir}/${name}`);
 const scratch = mkdtempSync(path.join(os.tmpdir(), "pi-course-test-stats-"));
 const stats = path.join(scratch, "cache.txt");
+const results = path.join(scratch, "results.jsonl");
 const env = { ...process.env, PI_COURSE_SELFCHECK_STATS: stats };
 if (noCache) env.PI_COURSE_SELFCHECK_CACHE = "off";
+const ci = process.env.CI !== undefined && process.env.CI !== "" && process.env.CI !== "0" && process.env.CI.toLowerCase() !== "false";
+const off = noCache || ci;
+
+// 套件测试文件：输入没变、上次整个通过的文件取自缓存，不再跑（选了部分测试时不取，免得拿整份结果顶替）
+const kitFiles = files("test");
+const kitCacheDir = kitFileCacheDir(KIT, env);
+const shared = off || testOptions.length > 0 ? undefined : sharedInputs(KIT, env);
+const keys = new Map(shared === undefined ? [] : kitFiles.map((file) => [file, fileKey(shared, file)]));
+const fromCache = kitFiles.filter((file) => keys.has(file) && readKitFile(kitCacheDir, keys.get(file)) !== undefined);
+const toRun = kitFiles.filter((file) => !fromCache.includes(file));
+
+// 默认的报告器照旧写到终端（Node 23 起接进管道也是 spec，之前是 tap）；另一个报告器逐项记下结果，供缓存用
+const userReporter = testOptions.some((option) => option.startsWith("--test-reporter"));
+const defaultReporter = process.stdout.isTTY || Number(process.versions.node.split(".")[0]) >= 23 ? "spec" : "tap";
+const reporters = userReporter
+  ? []
+  : [`--test-reporter=${defaultReporter}`, "--test-reporter-destination=stdout", "--test-reporter=./scripts/ci/file-results.mjs", `--test-reporter-destination=${results}`];
 
 const child = spawn(
   process.execPath,
-  ["--import", "tsx", "--test", "--test-concurrency=2", ...testOptions, ...files("test/_selfcheck"), ...files("test")],
+  ["--import", "tsx", "--test", "--test-concurrency=2", ...reporters, ...testOptions, ...files("test/_selfcheck"), ...toRun],
   { cwd: KIT, env, stdio: "inherit" },
 );
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
@@ -53,15 +73,36 @@ child.on("exit", (code, signal) => {
   } catch {
     // 一项自检也没跑（例如只选了套件测试）
   }
+  let counts = new Map();
+  try {
+    counts = countsByFile(readFileSync(results, "utf8").split("\n"));
+  } catch {
+    // 没有逐项记录（例如自己选了报告器）：这次什么也不记
+  }
+  let recorded = 0;
+  for (const file of toRun) {
+    const key = keys.get(file);
+    const fileCounts = counts.get(path.join(KIT, file));
+    if (key === undefined || !cacheable(fileCounts)) continue;
+    writeKitFile(kitCacheDir, key, { file, tests: fileCounts.passed, at: new Date().toISOString() });
+    recorded++;
+  }
   rmSync(scratch, { recursive: true, force: true });
-  const ci = process.env.CI !== undefined && process.env.CI !== "" && process.env.CI !== "0" && process.env.CI.toLowerCase() !== "false";
-  const off = noCache || ci;
   for (const [what, counts] of kitChecks) {
     console.log(
       counts.hit > 0
         ? `${what}：${counts.hit} 步来自缓存（同样的输入上次整条通过）${counts.run > 0 ? `，${counts.run} 步这次重新走` : ""}`
         : `${what}：${counts.run} 步这次重新走${off ? `（${noCache ? "--no-cache" : "CI=true"}，不用缓存）` : ""}`,
     );
+  }
+  if (shared !== undefined) {
+    console.log(
+      fromCache.length > 0
+        ? `套件测试：${fromCache.length} 个文件来自缓存（同样的输入上次整个通过），${toRun.length} 个文件这次重新跑${recorded > 0 ? `，其中 ${recorded} 个记进缓存` : ""}`
+        : `套件测试：${toRun.length} 个文件这次重新跑，${recorded} 个整个通过、记进缓存`,
+    );
+  } else if (off) {
+    console.log(`套件测试：${kitFiles.length} 个文件全部重新跑（${noCache ? "--no-cache" : "CI=true"}，不用缓存）`);
   }
   if (hits + runs > 0) {
     console.log(

@@ -1,0 +1,19 @@
+/** 见 kit-file-cache.mjs：套件测试文件的结果缓存。 */
+export interface FileCounts {
+  passed: number;
+  failed: number;
+  skipped: number;
+  finished: boolean;
+}
+export interface KitFileRecord {
+  file: string;
+  tests: number;
+  at: string;
+}
+export declare function kitFileCacheDir(kitRoot: string, env?: NodeJS.ProcessEnv): string;
+export declare function sharedInputs(kitRoot: string, env?: NodeJS.ProcessEnv): string | undefined;
+export declare function fileKey(shared: string, file: string): string;
+export declare function readKitFile(dir: string, key: string): KitFileRecord | undefined;
+export declare function writeKitFile(dir: string, key: string, record: KitFileRecord): void;
+export declare function countsByFile(lines: readonly string[]): Map<string, FileCounts>;
+export declare function cacheable(counts: FileCounts | undefined): boolean;

@@ -1,0 +1,108 @@
+// 套件测试文件（test/*.test.ts）的结果缓存：npm test 第二次运行时，输入一个字节也没变的测试文件
+// 不必再跑一遍。自检的各项有自己更细的缓存（check-cache.ts）；这里只管套件测试，以整个文件为单位。
+//
+// 键是这个文件能读到的全部输入的哈希。套件测试会读课程、引擎、练习目录，会克隆套件（克隆取的是
+// 已提交的 HEAD），会启动子进程，所以“能读到的”取最宽的一份：
+// - 套件里每个没被 .gitignore 忽略的文件（已跟踪的与还没跟踪的）的路径与内容，
+// - HEAD 的树（克隆出来的套件就是它）、测试文件自己的路径、
+// - Node 的版本、平台、这台机器上测试会用到的程序在不在（例如书的浏览器测试要的 Chromium），
+// - 以 PI_COURSE_ 开头的环境变量（缓存自己的统计文件除外）。
+// 只记下整个文件通过、没有一项跳过、取消或待办的结果：跳过的测试（例如没有 Chromium）不会被当成通过。
+// 缓存里的记录都是同样输入上一次真实跑出来的结果，不是跳过。
+// 只用 Node 自带的模块：它在 tsx 之前运行。
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, renameSync, writeFileSync } from "node:fs";
+import path from "node:path";
+
+/** 测试会用到、又不一定装着的程序：在不在也是输入。 */
+const PROGRAMS = ["/usr/bin/chromium", "/usr/bin/chromedriver"];
+/** 这几个环境变量每次运行都不同（统计文件的临时路径），不算输入。 */
+const VOLATILE_ENV = new Set(["PI_COURSE_SELFCHECK_STATS"]);
+
+/** 缓存目录：与自检缓存同一处（PI_COURSE_SELFCHECK_CACHE_DIR 可以隔开一份），放在 kit-files/ 下。 */
+export function kitFileCacheDir(kitRoot, env = process.env) {
+  const base = env.PI_COURSE_SELFCHECK_CACHE_DIR || path.join(kitRoot, "node_modules", ".cache", "pi-course-selfcheck");
+  return path.join(base, "kit-files");
+}
+
+/**
+ * 所有测试文件共用的那部分键；套件不是 git 仓库（下载的压缩包）时是 undefined：
+ * 那时说不清克隆会读到什么，不用缓存。
+ */
+export function sharedInputs(kitRoot, env = process.env) {
+  const listed = spawnSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: kitRoot, encoding: "buffer", maxBuffer: 64 * 1024 * 1024 });
+  const head = spawnSync("git", ["rev-parse", "--verify", "--quiet", "HEAD^{tree}"], { cwd: kitRoot, encoding: "utf8" });
+  if (listed.status !== 0 || head.status !== 0) return undefined;
+  const hash = createHash("sha256");
+  hash.update(`kit-files-v1\0${process.version}\0${process.platform}\0${process.arch}\0${head.stdout.trim()}\0`);
+  const files = [...new Set(listed.stdout.toString("utf8").split("\0").filter((file) => file !== ""))].sort();
+  for (const file of files) {
+    const full = path.join(kitRoot, file);
+    // 列出来却已删掉的已跟踪文件：“不在”本身也是输入
+    hash.update(`\0${file}\0`);
+    const stat = lstatSync(full, { throwIfNoEntry: false });
+    if (stat === undefined) hash.update("\0<deleted>\0");
+    else if (stat.isSymbolicLink()) hash.update(`\0<link>${readlinkSync(full)}\0`);
+    else if (stat.isFile()) hash.update(readFileSync(full));
+  }
+  for (const program of PROGRAMS) hash.update(`\0${program}=${existsSync(program)}`);
+  for (const name of Object.keys(env).filter((key) => key.startsWith("PI_COURSE_") && !VOLATILE_ENV.has(key)).sort()) {
+    hash.update(`\0${name}=${env[name]}`);
+  }
+  return hash.digest("hex");
+}
+
+/** 一个测试文件（相对套件根目录）的键。 */
+export function fileKey(shared, file) {
+  return createHash("sha256").update(`${shared}\0${file}`).digest("hex");
+}
+
+export function readKitFile(dir, key) {
+  const file = path.join(dir, `${key}.json`);
+  if (!existsSync(file)) return undefined;
+  try {
+    return JSON.parse(readFileSync(file, "utf8"));
+  } catch {
+    return undefined; // 写坏的记录等于没有
+  }
+}
+
+/** 记下一个整个通过的文件：先写临时文件再改名，不会留下半个记录。 */
+export function writeKitFile(dir, key, record) {
+  mkdirSync(dir, { recursive: true });
+  const temporary = path.join(dir, `${key}.${process.pid}.tmp`);
+  writeFileSync(temporary, JSON.stringify(record));
+  renameSync(temporary, path.join(dir, `${key}.json`));
+}
+
+/**
+ * 报告器（file-results.mjs）写下的逐项记录 → 每个文件的计数。
+ * 文件本身加载失败时 node 以文件为名记一项失败，也算进 failed；跑完的文件 finished 为真。
+ */
+export function countsByFile(lines) {
+  const counts = new Map();
+  for (const line of lines) {
+    if (line.trim() === "") continue;
+    let record;
+    try {
+      record = JSON.parse(line);
+    } catch {
+      continue;
+    }
+    const entry = counts.get(record.file) ?? { passed: 0, failed: 0, skipped: 0, finished: false };
+    if (record.done) {
+      entry.finished = true;
+      if (!record.ok) entry.failed++;
+    } else if (record.skipped) entry.skipped++;
+    else if (record.ok) entry.passed++;
+    else entry.failed++;
+    counts.set(record.file, entry);
+  }
+  return counts;
+}
+
+/** 只有这样的结果才进缓存：文件跑完了，至少一项通过，没有失败、跳过、取消或待办。 */
+export function cacheable(counts) {
+  return counts !== undefined && counts.finished && counts.passed > 0 && counts.failed === 0 && counts.skipped === 0;
+}

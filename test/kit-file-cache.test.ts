@@ -1,0 +1,104 @@
+import assert from "node:assert/strict";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { after, test } from "node:test";
+
+import { cacheable, countsByFile } from "../scripts/ci/kit-file-cache.mjs";
+import { git, KIT, spawnProcess, tempDir } from "./helpers.ts";
+
+const work = tempDir("kit-file-cache");
+after(() => work.remove());
+
+test("哪些结果进缓存：文件跑完、至少一项通过，没有失败与跳过；没跑完（被中断）的不进", () => {
+  const record = (file: string, fields: object) => JSON.stringify({ file, ...fields });
+  const counts = countsByFile([
+    record("a", { ok: true, skipped: false }),
+    record("a", { done: true, ok: true }),
+    record("b", { ok: true, skipped: true }),
+    record("b", { ok: true, skipped: false }),
+    record("b", { done: true, ok: true }),
+    record("c", { ok: false, skipped: false }),
+    record("c", { done: true, ok: false }),
+    record("d", { ok: true, skipped: false }),
+    record("e", { done: true, ok: false }),
+    "不是 JSON",
+  ]);
+  assert.deepEqual(
+    ["a", "b", "c", "d", "e", "f"].map((file) => cacheable(counts.get(file))),
+    [true, false, false, false, false, false],
+    "a 整个通过；b 有一项跳过；c 有一项失败；d 没跑完；e 加载失败；f 没有记录",
+  );
+});
+
+/**
+ * 一个最小的“套件”（git 仓库）：npm test 的启动脚本与 tests 里的测试文件（名字 → 测试代码），
+ * 每个文件每跑一次在 runs/ 里留一个记号。
+ */
+async function miniKit(name: string, tests: Record<string, string>) {
+  const dir = path.join(work.dir, name);
+  mkdirSync(path.join(dir, "scripts", "ci"), { recursive: true });
+  for (const file of ["run-tests.mjs", "kit-file-cache.mjs", "file-results.mjs"]) copyFileSync(path.join(KIT, "scripts", "ci", file), path.join(dir, "scripts", "ci", file));
+  mkdirSync(path.join(dir, "test", "_selfcheck"), { recursive: true });
+  mkdirSync(path.join(dir, "runs"));
+  for (const [test, body] of Object.entries(tests)) {
+    const mark = `appendFileSync(${JSON.stringify(path.join(dir, "runs", test))}, "x");`;
+    writeFileSync(path.join(dir, "test", `${test}.test.ts`), `import assert from "node:assert/strict";\nimport { appendFileSync } from "node:fs";\nimport { test } from "node:test";\n${mark}\n${body}\n`);
+  }
+  writeFileSync(path.join(dir, ".gitignore"), "node_modules\nruns/\n");
+  writeFileSync(path.join(dir, "README.md"), "一个最小的套件\n");
+  symlinkSync(path.join(KIT, "node_modules"), path.join(dir, "node_modules"), "junction");
+  await git(dir, "init", "--quiet");
+  await git(dir, "add", ".");
+  await git(dir, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "--quiet", "-m", "套件");
+  // 像在终端里运行 npm test：没有外层测试进程给的 NODE_TEST_CONTEXT，也没有 CI
+  const { CI: _ci, NODE_TEST_CONTEXT: _context, ...rest } = process.env;
+  return {
+    dir,
+    runs: (test: string) => (existsSync(path.join(dir, "runs", test)) ? readFileSync(path.join(dir, "runs", test), "utf8").length : 0),
+    npmTest: async (args: string[] = [], env: NodeJS.ProcessEnv = {}, expectedCode = 0) => {
+      const result = await spawnProcess(process.execPath, [path.join(dir, "scripts", "ci", "run-tests.mjs"), ...args], {
+        cwd: dir,
+        env: { ...rest, PI_COURSE_SELFCHECK_CACHE_DIR: path.join(work.dir, `${name}-cache`), ...env },
+      });
+      assert.equal(result.code, expectedCode, result.stdout + result.stderr);
+      return result.stdout;
+    },
+  };
+}
+
+test("套件测试文件的缓存：整个通过的文件下次不再跑；任何一个文件改了、--no-cache、CI=true、选了部分测试都照常跑；有跳过的文件每次都跑", { timeout: 120_000 }, async () => {
+  const kit = await miniKit("kit", { green: `test("通过", () => {});`, skips: `test("通过", () => {});\ntest("跳过", { skip: "没有这个程序" }, () => {});` });
+  let out = await kit.npmTest();
+  assert.match(out, /套件测试：2 个文件这次重新跑，1 个整个通过、记进缓存/);
+  assert.deepEqual([kit.runs("green"), kit.runs("skips")], [1, 1]);
+
+  out = await kit.npmTest();
+  assert.match(out, /套件测试：1 个文件来自缓存（同样的输入上次整个通过），1 个文件这次重新跑/);
+  assert.deepEqual([kit.runs("green"), kit.runs("skips")], [1, 2], "整个通过的文件没有再跑；有跳过的那个又跑了");
+
+  writeFileSync(path.join(kit.dir, "README.md"), "一个最小的套件（改了一个字）\n");
+  await kit.npmTest();
+  assert.equal(kit.runs("green"), 2, "套件里任何一个没被忽略的文件变了，都重新跑");
+  writeFileSync(path.join(kit.dir, "NOTES.md"), "一个还没提交的新文件\n");
+  await kit.npmTest();
+  assert.equal(kit.runs("green"), 3, "没跟踪的新文件也是输入");
+  await kit.npmTest();
+  assert.equal(kit.runs("green"), 3, "输入没变：来自缓存");
+
+  out = await kit.npmTest(["--no-cache"]);
+  assert.match(out, /套件测试：2 个文件全部重新跑（--no-cache，不用缓存）/);
+  await kit.npmTest([], { CI: "true" });
+  await kit.npmTest(["--test-name-pattern=通过"]);
+  assert.equal(kit.runs("green"), 6, "--no-cache、CI=true、--test-name-pattern 都照常跑");
+
+  await kit.npmTest([], { PI_COURSE_EXAMPLE: "1" });
+  assert.equal(kit.runs("green"), 7, "PI_COURSE_ 开头的环境变量也是输入");
+});
+
+test("套件测试文件的缓存：失败的文件不进缓存，下次照跑", { timeout: 60_000 }, async () => {
+  const kit = await miniKit("failing", { red: `test("通过", () => {});\ntest("失败", () => assert.equal(1, 2));` });
+  for (let round = 1; round <= 2; round++) {
+    assert.match(await kit.npmTest([], {}, 1), /套件测试：1 个文件这次重新跑，0 个整个通过、记进缓存/, "有测试失败，npm test 失败");
+  }
+  assert.equal(kit.runs("red"), 2);
+});
