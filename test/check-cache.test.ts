@@ -6,7 +6,7 @@ import { after, test } from "node:test";
 
 import { cacheEnabled, cacheKey, kitCheckKey, readCached, writeCached } from "../scripts/engine/check-cache.ts";
 import { loadChapters } from "../scripts/engine/chapters.ts";
-import { contractFor } from "../scripts/engine/contract.ts";
+import { chapterRun, contractFor, LESSON_NOT_AN_INPUT, runFor } from "../scripts/engine/contract.ts";
 import type { CourseHistory } from "../scripts/engine/history.ts";
 import { LESSONS_DIR } from "../scripts/engine/paths.ts";
 import { KIT, spawnProcess, tempDir } from "./helpers.ts";
@@ -21,7 +21,7 @@ function fakeHistory(ids: readonly string[], salt = ""): CourseHistory {
   return { branch: "course", base: "b".repeat(40), tip: "c".repeat(40), chapters };
 }
 
-test("缓存键随检查读到的输入而变：本章或之前各章的提交、本章的课文与元数据、之前各章的元数据；之后的章节改了不影响", () => {
+test("缓存键随检查读到的输入而变：本章或之前各章的提交、本章的元数据、之前各章的元数据、读课文的检查还有本章的课文；之后的章节改了不影响", () => {
   const lessons = path.join(work.dir, "lessons");
   cpSync(LESSONS_DIR, lessons, { recursive: true });
   const load = () => loadChapters(lessons);
@@ -47,9 +47,15 @@ test("缓存键随检查读到的输入而变：本章或之前各章的提交�
   assert.notEqual(keyOf("05"), before, "之前一章的元数据变了（承诺 4 核对它的计数）");
   writeFileSync(meta04, original04);
 
+  const lessonKey = () => {
+    const chapter = ctx().chapters[5]!;
+    return cacheKey(ctx(), chapter, contractFor(chapter).find((check) => check.id === "lesson")!);
+  };
+  const lessonBefore = lessonKey();
   const lesson05 = path.join(lessons, "05-provider-adapter", "lesson.md");
   writeFileSync(lesson05, `${readFileSync(lesson05, "utf8")}\n多一行。\n`);
-  assert.notEqual(keyOf("05"), before, "本章的课文变了");
+  assert.notEqual(lessonKey(), lessonBefore, "本章的课文变了：读课文的检查重做");
+  assert.equal(keyOf("05"), before, "本章的课文变了：不读课文的检查（承诺 3）不受影响");
   cpSync(path.join(LESSONS_DIR, "05-provider-adapter", "lesson.md"), lesson05);
 
   const meta08 = path.join(lessons, "08-coding-tools", "chapter.json");
@@ -133,5 +139,25 @@ test("真实的自检跑两遍：第二遍每一项都来自缓存并这样说�
     assert.equal(count("run"), checks * 2, "CI=true 时全部重新检查");
   } finally {
     rmSync(cache, { recursive: true, force: true });
+  }
+});
+
+test("不读课文的检查看不到课文：它拿到的每一章的课文路径都指向不存在的文件，真去读就失败；声明了 readsLesson 的检查拿到真课文", () => {
+  const chapters = loadChapters(LESSONS_DIR);
+  const chapter = chapters[5]!;
+  const ctx = { kitRoot: KIT, chapters, history: fakeHistory(chapters.map((other) => other.id)), workRoot: work.dir };
+  const run = chapterRun(ctx, chapter);
+  const checks = contractFor(chapter);
+  const reading = checks.filter((check) => check.readsLesson).map((check) => check.id);
+  assert.deepEqual(reading, ["history", "lesson"], "读课文的只有承诺 1（引用的提交号）与承诺 7（课文合规）");
+  for (const check of checks) {
+    const view = runFor(check, run);
+    if (check.readsLesson) {
+      assert.equal(view.chapter.lessonPath, chapter.lessonPath);
+      assert.ok(readFileSync(view.chapter.lessonPath, "utf8").length > 0);
+      continue;
+    }
+    assert.throws(() => readFileSync(view.chapter.lessonPath), /ENOENT/, `${check.id} 看不到本章的课文`);
+    assert.ok(view.ctx.chapters.every((other) => other.lessonPath === LESSON_NOT_AN_INPUT), `${check.id} 也看不到别章的课文`);
   }
 });

@@ -9,7 +9,7 @@ import type { SelfCheckContext } from "./selfcheck.js";
 
 /**
  * 自检结果的缓存（npm test 的第二次运行）：键是这项检查读到的全部输入的哈希——
- * 本章与之前各章的提交（补丁链上任何一处改动都会换掉它之后每一章的提交号）、本章的 chapter.json 与课文、
+ * 本章与之前各章的提交（补丁链上任何一处改动都会换掉它之后每一章的提交号）、本章的 chapter.json、课文（只对读课文的检查）、
  * 之前各章的 chapter.json、留出测试、自检引擎与测试夹具的源码、依赖的锁文件、Node 的版本。
  * 输入一变，键就变，必定重新检查；缓存里只存通过的结果，它是同样输入的一次真实结果，不是跳过。
  * CI=true、PI_COURSE_SELFCHECK_CACHE=off（npm test -- --no-cache）时不读也不写。
@@ -59,13 +59,15 @@ export function cacheKey(ctx: SelfCheckContext, chapter: Chapter, check: Contrac
   const hash = createHash("sha256");
   hash.update(`v1\0${process.version}\0${engineFingerprint(ctx.kitRoot)}\0${chapter.id}\0${check.id}\0`);
   hash.update(`${commits.parent}\0${commits.target}\0${JSON.stringify(commits.steps)}\0`);
-  hash.update(readFileSync(chapter.lessonPath)).update(readFileSync(path.join(path.dirname(chapter.lessonPath), "chapter.json")));
-  const chapterDir = path.dirname(chapter.lessonPath);
+  // 课文只算进读它的检查（见 ContractCheck.readsLesson）：改一章的课文，只重做这几项
+  const chapterDir = chapter.dir;
+  if (check.readsLesson) hash.update(readFileSync(chapter.lessonPath));
+  hash.update(readFileSync(path.join(chapterDir, "chapter.json")));
   hashFiles(hash, chapterDir, filesUnder(chapterDir, "heldout").sort());
   // 之前各章的元数据（承诺 4 核对它们的计数）与全部章节的编号（承诺 7 核对课文里的命令）
   hash.update(ctx.chapters.map((other) => other.id).join(","));
   for (const other of ctx.chapters) {
-    if (other.id < chapter.id) hash.update(readFileSync(path.join(path.dirname(other.lessonPath), "chapter.json")));
+    if (other.id < chapter.id) hash.update(readFileSync(path.join(other.dir, "chapter.json")));
   }
   return hash.digest("hex");
 }

@@ -7,7 +7,7 @@ import { loadChapters, type Chapter } from "../../scripts/engine/chapters.ts";
 import { ensureHistory, type CourseHistory } from "../../scripts/engine/history.ts";
 import { LESSONS_DIR } from "../../scripts/engine/paths.ts";
 import { cacheEnabled, cacheKey, noteCacheUse, readCached, writeCached } from "../../scripts/engine/check-cache.ts";
-import { chapterRun, contractCost, contractFor, type ChapterRun } from "../../scripts/engine/contract.ts";
+import { chapterRun, contractCost, contractFor, runFor, type ChapterRun } from "../../scripts/engine/contract.ts";
 import type { SelfCheckContext } from "../../scripts/engine/selfcheck.ts";
 import { elsewhereSkip } from "../../scripts/ci/node-lines.ts";
 import { KIT, tempDir } from "../helpers.ts";
@@ -93,7 +93,7 @@ function describeChapter(chapter: Chapter, ctx: () => SelfCheckContext): void {
           return;
         }
         const started = Date.now();
-        const problems = await check.run(chapterRunOnce());
+        const problems = await check.run(runFor(check, chapterRunOnce()));
         noteCacheUse("run");
         assert.deepEqual(problems, [], label);
         if (key !== undefined) writeCached(KIT, key, { chapter: chapter.id, check: check.id, durationMs: Date.now() - started, at: new Date().toISOString() });
