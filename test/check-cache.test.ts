@@ -5,8 +5,8 @@ import path from "node:path";
 import { after, test } from "node:test";
 
 import { cacheEnabled, cacheKey, kitCheckKey, readCached, writeCached } from "../scripts/engine/check-cache.ts";
-import { loadChapters } from "../scripts/engine/chapters.ts";
-import { chapterRun, contractFor, LESSON_NOT_AN_INPUT, runFor } from "../scripts/engine/contract.ts";
+import { LESSON_NOT_AN_INPUT, loadChapters } from "../scripts/engine/chapters.ts";
+import { chapterRun, contractFor, runFor } from "../scripts/engine/contract.ts";
 import type { CourseHistory } from "../scripts/engine/history.ts";
 import { LESSONS_DIR } from "../scripts/engine/paths.ts";
 import { KIT, spawnProcess, tempDir } from "./helpers.ts";

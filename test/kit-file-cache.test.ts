@@ -3,7 +3,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFi
 import path from "node:path";
 import { after, test } from "node:test";
 
-import { cacheable, countsByFile } from "../scripts/ci/kit-file-cache.mjs";
+import { cacheable, countsByFile, hidesLessons, LESSON_READERS } from "../scripts/ci/kit-file-cache.mjs";
 import { git, KIT, spawnProcess, tempDir } from "./helpers.ts";
 
 const work = tempDir("kit-file-cache");
@@ -37,13 +37,16 @@ test("哪些结果进缓存：文件跑完、至少一项通过，没有失败�
 async function miniKit(name: string, tests: Record<string, string>) {
   const dir = path.join(work.dir, name);
   mkdirSync(path.join(dir, "scripts", "ci"), { recursive: true });
-  for (const file of ["run-tests.mjs", "kit-file-cache.mjs", "file-results.mjs"]) copyFileSync(path.join(KIT, "scripts", "ci", file), path.join(dir, "scripts", "ci", file));
+  for (const file of ["run-tests.mjs", "kit-file-cache.mjs", "file-results.mjs", "hide-lessons.mjs"]) copyFileSync(path.join(KIT, "scripts", "ci", file), path.join(dir, "scripts", "ci", file));
   mkdirSync(path.join(dir, "test", "_selfcheck"), { recursive: true });
   mkdirSync(path.join(dir, "runs"));
   for (const [test, body] of Object.entries(tests)) {
     const mark = `appendFileSync(${JSON.stringify(path.join(dir, "runs", test))}, "x");`;
     writeFileSync(path.join(dir, "test", `${test}.test.ts`), `import assert from "node:assert/strict";\nimport { appendFileSync } from "node:fs";\nimport { test } from "node:test";\n${mark}\n${body}\n`);
   }
+  mkdirSync(path.join(dir, "lessons", "01-x"), { recursive: true });
+  writeFileSync(path.join(dir, "lessons", "01-x", "lesson.md"), "# 第 01 章\n");
+  writeFileSync(path.join(dir, "lessons", "01-x", "chapter.patch"), "");
   writeFileSync(path.join(dir, ".gitignore"), "node_modules\nruns/\n");
   writeFileSync(path.join(dir, "README.md"), "一个最小的套件\n");
   symlinkSync(path.join(KIT, "node_modules"), path.join(dir, "node_modules"), "junction");
@@ -101,4 +104,24 @@ test("套件测试文件的缓存：失败的文件不进缓存，下次照跑",
     assert.match(await kit.npmTest([], {}, 1), /套件测试：1 个文件这次重新跑，0 个整个通过、记进缓存/, "有测试失败，npm test 失败");
   }
   assert.equal(kit.runs("red"), 2);
+});
+
+test("不读课文的套件测试在看不到课文的进程里跑，改课文不必重跑它们；读课文的文件（LESSON_READERS）与补丁的改动照常重跑", { timeout: 120_000 }, async () => {
+  assert.ok(LESSON_READERS.includes("test/lint.test.ts"));
+  assert.deepEqual(["test/lint.test.ts", "test/verify.test.ts", "test/_selfcheck/shard-1.test.ts"].map(hidesLessons), [false, true, false], "自检分片不归它管");
+  const seesLessons = (expected: string) => `test("看不看得到课文", () => assert.equal(process.env.PI_COURSE_HIDE_LESSONS, ${expected}));`;
+  const kit = await miniKit("lessons", { verify: seesLessons(`"1"`), lint: seesLessons("undefined") });
+  await kit.npmTest();
+  assert.deepEqual([kit.runs("verify"), kit.runs("lint")], [1, 1], "看不到课文的进程里确实设了 PI_COURSE_HIDE_LESSONS，读课文的没设");
+  writeFileSync(path.join(kit.dir, "lessons", "01-x", "lesson.md"), "# 第 01 章（改了课文）\n");
+  const out = await kit.npmTest();
+  assert.match(out, /套件测试：1 个文件来自缓存/);
+  assert.deepEqual([kit.runs("verify"), kit.runs("lint")], [1, 2], "改课文：只有读课文的文件重跑");
+  writeFileSync(path.join(kit.dir, "lessons", "01-x", "chapter.patch"), "补丁也改了\n");
+  await kit.npmTest();
+  assert.deepEqual([kit.runs("verify"), kit.runs("lint")], [2, 3], "改补丁：都重跑");
+  await git(kit.dir, "add", ".");
+  await git(kit.dir, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "--quiet", "-m", "提交课文的改动");
+  await kit.npmTest();
+  assert.deepEqual([kit.runs("verify"), kit.runs("lint")], [3, 4], "提交之后 HEAD 变了（克隆出来的套件会读到新课文）：都重跑");
 });

@@ -11,8 +11,14 @@ export interface KitFileRecord {
   at: string;
 }
 export declare function kitFileCacheDir(kitRoot: string, env?: NodeJS.ProcessEnv): string;
-export declare function sharedInputs(kitRoot: string, env?: NodeJS.ProcessEnv): string | undefined;
-export declare function fileKey(shared: string, file: string): string;
+export interface SharedInputs {
+  full: string;
+  withoutLessons: string;
+}
+export declare const LESSON_READERS: readonly string[];
+export declare function hidesLessons(file: string): boolean;
+export declare function sharedInputs(kitRoot: string, env?: NodeJS.ProcessEnv): SharedInputs | undefined;
+export declare function fileKey(shared: SharedInputs, file: string): string;
 export declare function readKitFile(dir: string, key: string): KitFileRecord | undefined;
 export declare function writeKitFile(dir: string, key: string, record: KitFileRecord): void;
 export declare function countsByFile(lines: readonly string[]): Map<string, FileCounts>;

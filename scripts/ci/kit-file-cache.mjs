@@ -7,6 +7,7 @@
 // - HEAD 的树（克隆出来的套件就是它）、测试文件自己的路径、
 // - Node 的版本、平台、这台机器上测试会用到的程序在不在（例如书的浏览器测试要的 Chromium），
 // - 以 PI_COURSE_ 开头的环境变量（缓存自己的统计文件除外）。
+// 不读课文的文件在看不到课文的进程里运行（hide-lessons.mjs），它们的键不含课文的内容。
 // 只记下整个文件通过、没有一项跳过、取消或待办的结果：跳过的测试（例如没有 Chromium）不会被当成通过。
 // 缓存里的记录都是同样输入上一次真实跑出来的结果，不是跳过。
 // 只用 Node 自带的模块：它在 tsx 之前运行。
@@ -14,6 +15,32 @@ import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
+
+/**
+ * 读课文（lessons/NN-…/lesson.md）的套件测试文件。其余的套件测试文件在看不到课文的进程里运行
+ * （hide-lessons.mjs），键里不算课文的内容：改一章的课文，只有这些文件与读课文的自检项重做。
+ */
+export const LESSON_READERS = [
+  "test/bench.test.ts", // course lint 那一行
+  "test/book.test.ts",
+  "test/chapters.test.ts",
+  "test/check-cache.test.ts",
+  "test/cli.test.ts", // hint 的预测
+  "test/concurrency.test.ts", // hint 的预测
+  "test/hint.test.ts",
+  "test/lint.test.ts",
+  "test/terminal.test.ts", // hint 的预测
+  "test/watch-session.test.ts",
+  "test/watch.test.ts",
+];
+
+/** 这个套件测试文件（相对套件根目录）是否在看不到课文的进程里运行。 */
+export function hidesLessons(file) {
+  return /^test\/[^/]+\.test\.ts$/.test(file) && !LESSON_READERS.includes(file);
+}
+
+/** lessons/NN-…/lesson.md：课文本身（不是补丁、元数据或留出文件）。 */
+const LESSON_TEXT = /^lessons\/[^/]+\/lesson\.md$/;
 
 /** 测试会用到、又不一定装着的程序：在不在也是输入。 */
 const PROGRAMS = ["/usr/bin/chromium", "/usr/bin/chromedriver"];
@@ -27,35 +54,46 @@ export function kitFileCacheDir(kitRoot, env = process.env) {
 }
 
 /**
- * 所有测试文件共用的那部分键；套件不是 git 仓库（下载的压缩包）时是 undefined：
- * 那时说不清克隆会读到什么，不用缓存。
+ * 所有测试文件共用的那部分键：full 含课文，withoutLessons 把课文的内容换成“在”（给看不到课文的文件）。
+ * 套件不是 git 仓库（下载的压缩包）时是 undefined：那时说不清克隆会读到什么，不用缓存。
+ * 克隆出来的套件读的是 HEAD，HEAD 的树在两份键里都有：提交了的课文改动照样让所有文件重跑。
  */
 export function sharedInputs(kitRoot, env = process.env) {
   const listed = spawnSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: kitRoot, encoding: "buffer", maxBuffer: 64 * 1024 * 1024 });
   const head = spawnSync("git", ["rev-parse", "--verify", "--quiet", "HEAD^{tree}"], { cwd: kitRoot, encoding: "utf8" });
   if (listed.status !== 0 || head.status !== 0) return undefined;
-  const hash = createHash("sha256");
-  hash.update(`kit-files-v1\0${process.version}\0${process.platform}\0${process.arch}\0${head.stdout.trim()}\0`);
+  const full = createHash("sha256");
+  const withoutLessons = createHash("sha256");
+  const both = (chunk) => {
+    full.update(chunk);
+    withoutLessons.update(chunk);
+  };
+  both(`kit-files-v1\0${process.version}\0${process.platform}\0${process.arch}\0${head.stdout.trim()}\0`);
   const files = [...new Set(listed.stdout.toString("utf8").split("\0").filter((file) => file !== ""))].sort();
   for (const file of files) {
-    const full = path.join(kitRoot, file);
+    const where = path.join(kitRoot, file);
     // 列出来却已删掉的已跟踪文件：“不在”本身也是输入
-    hash.update(`\0${file}\0`);
-    const stat = lstatSync(full, { throwIfNoEntry: false });
-    if (stat === undefined) hash.update("\0<deleted>\0");
-    else if (stat.isSymbolicLink()) hash.update(`\0<link>${readlinkSync(full)}\0`);
-    else if (stat.isFile()) hash.update(readFileSync(full));
+    both(`\0${file}\0`);
+    const stat = lstatSync(where, { throwIfNoEntry: false });
+    if (stat === undefined) both("\0<deleted>\0");
+    else if (stat.isSymbolicLink()) both(`\0<link>${readlinkSync(where)}\0`);
+    else if (stat.isFile()) {
+      const content = readFileSync(where);
+      full.update(content);
+      withoutLessons.update(LESSON_TEXT.test(file) ? "\0<lesson>\0" : content);
+    }
   }
-  for (const program of PROGRAMS) hash.update(`\0${program}=${existsSync(program)}`);
+  for (const program of PROGRAMS) both(`\0${program}=${existsSync(program)}`);
   for (const name of Object.keys(env).filter((key) => key.startsWith("PI_COURSE_") && !VOLATILE_ENV.has(key)).sort()) {
-    hash.update(`\0${name}=${env[name]}`);
+    both(`\0${name}=${env[name]}`);
   }
-  return hash.digest("hex");
+  return { full: full.digest("hex"), withoutLessons: withoutLessons.digest("hex") };
 }
 
-/** 一个测试文件（相对套件根目录）的键。 */
+/** 一个测试文件（相对套件根目录）的键：看不到课文的文件用不含课文的那份。 */
 export function fileKey(shared, file) {
-  return createHash("sha256").update(`${shared}\0${file}`).digest("hex");
+  const base = hidesLessons(file) ? `hidden\0${shared.withoutLessons}` : `reads\0${shared.full}`;
+  return createHash("sha256").update(`${base}\0${file}`).digest("hex");
 }
 
 export function readKitFile(dir, key) {

@@ -51,7 +51,7 @@ const reporters = userReporter
 
 const child = spawn(
   process.execPath,
-  ["--import", "tsx", "--test", "--test-concurrency=2", ...reporters, ...testOptions, ...files("test/_selfcheck"), ...toRun],
+  ["--import", "tsx", "--import", "./scripts/ci/hide-lessons.mjs", "--test", "--test-concurrency=2", ...reporters, ...testOptions, ...files("test/_selfcheck"), ...toRun],
   { cwd: KIT, env, stdio: "inherit" },
 );
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));

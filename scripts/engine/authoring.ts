@@ -97,7 +97,7 @@ export async function exportCourse(kitRoot: string, lessonsDir: string, from = E
   const history = await ensureHistory(kitRoot, chapters);
   for (const chapter of chapters) {
     const commitsOf = history.chapters[chapter.id];
-    if (!commitsOf || !existsSync(chapter.lessonPath)) continue;
+    if (!commitsOf) continue;
     const lesson = readFileSync(chapter.lessonPath, "utf8");
     const stamped = restampHashes(lesson, shortHash(commitsOf.parent), shortHash(commitsOf.target));
     if (stamped !== lesson) writeFileSync(chapter.lessonPath, stamped);

@@ -179,6 +179,17 @@ export interface Chapter extends ChapterMeta {
 
 export const METADATA_FILE = "chapter.json";
 export const LESSON_FILE = "lesson.md";
+
+/**
+ * 课文“不在”的地方。自检里不读课文的检查（见 contract.ts 的 readsLesson），以及设了 HIDE_LESSONS_ENV 的进程，
+ * 看到的 lessonPath 都指向这里：真去读就因找不到文件而失败，不会悄悄读到课文。
+ */
+export const LESSON_NOT_AN_INPUT = path.join(path.sep, "nonexistent", "lesson-is-not-an-input-here", LESSON_FILE);
+/**
+ * 值为 1 时，这个进程（和继承它环境的子进程）里 loadChapters 给的 lessonPath 都是 LESSON_NOT_AN_INPUT。
+ * npm test 让不读课文的套件测试这样运行：它们的结果因此与课文无关，改课文不必重跑（见 scripts/ci/kit-file-cache.mjs）。
+ */
+export const HIDE_LESSONS_ENV = "PI_COURSE_HIDE_LESSONS";
 export const PATCH_FILE = "chapter.patch";
 
 const DIR_PATTERN = /^(\d{2})-([a-z0-9]+(?:-[a-z0-9]+)*)$/;
@@ -225,7 +236,7 @@ function loadChapter(dir: string): Chapter {
     ...meta,
     dirName,
     dir,
-    lessonPath: path.join(dir, LESSON_FILE),
+    lessonPath: process.env[HIDE_LESSONS_ENV] === "1" ? LESSON_NOT_AN_INPUT : path.join(dir, LESSON_FILE),
     patchPath: path.join(dir, PATCH_FILE),
   };
   for (const file of [LESSON_FILE, PATCH_FILE, ...meta.steps.map((step) => step.patch), ...(meta.heldOut?.files ?? [])]) {

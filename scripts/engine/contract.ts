@@ -1,6 +1,4 @@
-import path from "node:path";
-
-import type { Chapter } from "./chapters.js";
+import { LESSON_NOT_AN_INPUT, type Chapter } from "./chapters.js";
 import {
   checkCitedHashes,
   checkCompileFails,
@@ -135,9 +133,6 @@ function commitsOf(run: ChapterRun) {
   if (!commits) throw new Error(`课程历史里没有第 ${run.chapter.id} 章`);
   return commits;
 }
-
-/** 课文“不在”的地方：不读课文的检查看到的 lessonPath 都指向这里。 */
-export const LESSON_NOT_AN_INPUT = path.join(path.sep, "nonexistent", "lesson-is-not-an-input-of-this-check", "lesson.md");
 
 /** 同一个上下文，只是每一章的课文路径都指向不存在的文件。 */
 export function withoutLessons(ctx: SelfCheckContext): SelfCheckContext {

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
-import { HINT_LEVEL_NAMES, HINT_LEVELS, type Chapter } from "./chapters.js";
+import { HINT_LEVEL_NAMES, HINT_LEVELS, LESSON_NOT_AN_INPUT, type Chapter } from "./chapters.js";
 import { escapeRegExp } from "./regexp.js";
 
 /** 课文必需的二级标题（按顺序）；实践标题按章节元数据另行检查。 */
@@ -135,7 +135,8 @@ export function predictionOf(lesson: string, labId: string): string | undefined 
 
 /** 从本章课文里取实践的预测问题；课文不在时是 undefined。 */
 export function labPrediction(chapter: Chapter, labId: string): string | undefined {
-  if (!existsSync(chapter.lessonPath)) return undefined;
+  // 课文被藏起来时（LESSON_NOT_AN_INPUT）照样去读：读不到要报错，不能当作没有预测
+  if (chapter.lessonPath !== LESSON_NOT_AN_INPUT && !existsSync(chapter.lessonPath)) return undefined;
   return predictionOf(readFileSync(chapter.lessonPath, "utf8"), labId);
 }
 
