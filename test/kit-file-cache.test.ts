@@ -53,8 +53,8 @@ async function miniKit(name: string, tests: Record<string, string>) {
   await git(dir, "init", "--quiet");
   await git(dir, "add", ".");
   await git(dir, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "--quiet", "-m", "套件");
-  // 像在终端里运行 npm test：没有外层测试进程给的 NODE_TEST_CONTEXT，也没有 CI
-  const { CI: _ci, NODE_TEST_CONTEXT: _context, ...rest } = process.env;
+  // 像在终端里运行 npm test：没有外层测试进程给的 NODE_TEST_CONTEXT、PI_COURSE_HIDE_LESSONS，也没有 CI
+  const { CI: _ci, NODE_TEST_CONTEXT: _context, PI_COURSE_HIDE_LESSONS: _hidden, ...rest } = process.env;
   return {
     dir,
     runs: (test: string) => (existsSync(path.join(dir, "runs", test)) ? readFileSync(path.join(dir, "runs", test), "utf8").length : 0),
@@ -69,7 +69,7 @@ async function miniKit(name: string, tests: Record<string, string>) {
   };
 }
 
-test("套件测试文件的缓存：整个通过的文件下次不再跑；任何一个文件改了、--no-cache、CI=true、选了部分测试都照常跑；有跳过的文件每次都跑", { timeout: 120_000 }, async () => {
+test("套件测试文件的缓存：整个通过的文件下次不再跑；任何一个文件改了、--no-cache、CI=true、缓存关了、选了部分测试都照常跑；有跳过的文件每次都跑", { timeout: 120_000 }, async () => {
   const kit = await miniKit("kit", { green: `test("通过", () => {});`, skips: `test("通过", () => {});\ntest("跳过", { skip: "没有这个程序" }, () => {});` });
   let out = await kit.npmTest();
   assert.match(out, /套件测试：2 个文件这次重新跑，1 个整个通过、记进缓存/);
@@ -92,10 +92,21 @@ test("套件测试文件的缓存：整个通过的文件下次不再跑；任�
   assert.match(out, /套件测试：2 个文件全部重新跑（--no-cache，不用缓存）/);
   await kit.npmTest([], { CI: "true" });
   await kit.npmTest(["--test-name-pattern=通过"]);
-  assert.equal(kit.runs("green"), 6, "--no-cache、CI=true、--test-name-pattern 都照常跑");
+  await kit.npmTest([], { PI_COURSE_SELFCHECK_CACHE: "off" });
+  assert.equal(kit.runs("green"), 7, "--no-cache、CI=true、--test-name-pattern、PI_COURSE_SELFCHECK_CACHE=off 都照常跑");
 
   await kit.npmTest([], { PI_COURSE_EXAMPLE: "1" });
-  assert.equal(kit.runs("green"), 7, "PI_COURSE_ 开头的环境变量也是输入");
+  assert.equal(kit.runs("green"), 8, "PI_COURSE_ 开头的环境变量也是输入");
+});
+
+test("套件测试文件的缓存：跑的途中套件里有文件改了，这次一个结果也不记（它们对应不上任何一份输入）", { timeout: 60_000 }, async () => {
+  const kit = await miniKit("edited-midway", {
+    green: `test("通过", () => {});`,
+    editor: `import { writeFileSync } from "node:fs";\ntest("一边跑一边改了套件里的文件", () => writeFileSync(${JSON.stringify(path.join(work.dir, "edited-midway", "README.md"))}, String(Date.now())));`,
+  });
+  assert.match(await kit.npmTest(), /套件测试：2 个文件这次重新跑，0 个整个通过、记进缓存（跑的途中套件里有文件改了，这次一个也不记）/);
+  await kit.npmTest();
+  assert.equal(kit.runs("green"), 2, "没有记下的结果，下次照跑");
 });
 
 test("套件测试文件的缓存：失败的文件不进缓存，下次照跑", { timeout: 60_000 }, async () => {

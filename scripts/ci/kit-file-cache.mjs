@@ -21,7 +21,9 @@ import path from "node:path";
  * （hide-lessons.mjs），键里不算课文的内容：改一章的课文，只有这些文件与读课文的自检项重做。
  */
 export const LESSON_READERS = [
+  "test/authoring.test.ts", // export 重写课文里的提交号
   "test/bench.test.ts", // course lint 那一行
+  "test/book-browser.test.ts",
   "test/book.test.ts",
   "test/chapters.test.ts",
   "test/check-cache.test.ts",
@@ -29,9 +31,11 @@ export const LESSON_READERS = [
   "test/concurrency.test.ts", // hint 的预测
   "test/hint.test.ts",
   "test/lint.test.ts",
+  "test/reflexes.test.ts", // hint 的预测
+  "test/selfcheck-fixture.test.ts", // 自检的承诺 1、7
   "test/terminal.test.ts", // hint 的预测
-  "test/watch-session.test.ts",
-  "test/watch.test.ts",
+  "test/watch-session.test.ts", // 预测
+  "test/watch.test.ts", // 预测
 ];
 
 /** 这个套件测试文件（相对套件根目录）是否在看不到课文的进程里运行。 */

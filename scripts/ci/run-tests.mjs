@@ -32,7 +32,8 @@ const results = path.join(scratch, "results.jsonl");
 const env = { ...process.env, PI_COURSE_SELFCHECK_STATS: stats };
 if (noCache) env.PI_COURSE_SELFCHECK_CACHE = "off";
 const ci = process.env.CI !== undefined && process.env.CI !== "" && process.env.CI !== "0" && process.env.CI.toLowerCase() !== "false";
-const off = noCache || ci;
+const off = noCache || ci || env.PI_COURSE_SELFCHECK_CACHE === "off";
+const offReason = noCache ? "--no-cache" : ci ? "CI=true" : "PI_COURSE_SELFCHECK_CACHE=off";
 
 // 套件测试文件：输入没变、上次整个通过的文件取自缓存，不再跑（选了部分测试时不取，免得拿整份结果顶替）
 const kitFiles = files("test");
@@ -80,7 +81,9 @@ child.on("exit", (code, signal) => {
     // 没有逐项记录（例如自己选了报告器）：这次什么也不记
   }
   let recorded = 0;
-  for (const file of toRun) {
+  // 跑的途中套件里有文件改了（例如一边跑一边编辑）：这次的结果对应不上任何一份输入，一个也不记
+  const unchanged = shared !== undefined && JSON.stringify(sharedInputs(KIT, env)) === JSON.stringify(shared);
+  for (const file of unchanged ? toRun : []) {
     const key = keys.get(file);
     const fileCounts = counts.get(path.join(KIT, file));
     if (key === undefined || !cacheable(fileCounts)) continue;
@@ -92,22 +95,22 @@ child.on("exit", (code, signal) => {
     console.log(
       counts.hit > 0
         ? `${what}：${counts.hit} 步来自缓存（同样的输入上次整条通过）${counts.run > 0 ? `，${counts.run} 步这次重新走` : ""}`
-        : `${what}：${counts.run} 步这次重新走${off ? `（${noCache ? "--no-cache" : "CI=true"}，不用缓存）` : ""}`,
+        : `${what}：${counts.run} 步这次重新走${off ? `（${offReason}，不用缓存）` : ""}`,
     );
   }
   if (shared !== undefined) {
     console.log(
       fromCache.length > 0
         ? `套件测试：${fromCache.length} 个文件来自缓存（同样的输入上次整个通过），${toRun.length} 个文件这次重新跑${recorded > 0 ? `，其中 ${recorded} 个记进缓存` : ""}`
-        : `套件测试：${toRun.length} 个文件这次重新跑，${recorded} 个整个通过、记进缓存`,
+        : `套件测试：${toRun.length} 个文件这次重新跑，${recorded} 个整个通过、记进缓存${unchanged ? "" : "（跑的途中套件里有文件改了，这次一个也不记）"}`,
     );
   } else if (off) {
-    console.log(`套件测试：${kitFiles.length} 个文件全部重新跑（${noCache ? "--no-cache" : "CI=true"}，不用缓存）`);
+    console.log(`套件测试：${kitFiles.length} 个文件全部重新跑（${offReason}，不用缓存）`);
   }
   if (hits + runs > 0) {
     console.log(
       off
-        ? `自检：${runs} 项全部重新检查（${noCache ? "--no-cache" : "CI=true"}，不用缓存）`
+        ? `自检：${runs} 项全部重新检查（${offReason}，不用缓存）`
         : `自检：${hits} 项来自缓存（同样的输入上次检查通过），${runs} 项这次重新检查；要全部重做：npm test -- --no-cache`,
     );
   }

@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { appendFileSync, existsSync } from "node:fs";
 import path from "node:path";
 
 import { watchLatency } from "./bench-watch.js";
@@ -14,6 +14,7 @@ import {
   spawnChecked,
   nodeStartOnce,
   TARGETS,
+  type Target,
   timed,
   typescript59Modules,
   useModules,
@@ -183,15 +184,25 @@ export async function measureTargets(options: BenchOptions): Promise<Row[]> {
     rows.push(row("lint", `course lint（全部 ${chapters.length} 章的静态检查）`, lintSamples, TARGETS.lint));
 
     if (options.full) {
-      // 冷：不用自检缓存（与 CI 相同）；热：紧接着再跑一次，输入没变的自检项取自缓存
-      for (const [id, label, extra, target] of [
-        ["npm-test", "npm test（全部，含每章自检，不用缓存）", { PI_COURSE_SELFCHECK_CACHE: "off" }, TARGETS.npmTest],
-        ["npm-test-warm", "npm test 第二次（自检取自缓存）", {}, TARGETS.npmTestWarm],
-      ] as const) {
+      // 在 HEAD 的一个新克隆里、用一个空的缓存目录（CI 不设）：第一次是冷的（什么也取不到，通过的结果照常记下）；
+      // 第二次什么也没改；第三次只改了最后一章课文的一句话，看改一章之后要多久
+      const clone = await freshClone(KIT_ROOT, work.dir);
+      const cacheEnv = { ...env, CI: "", PI_COURSE_SELFCHECK_CACHE: "", PI_COURSE_SELFCHECK_CACHE_DIR: path.join(work.dir, "npm-test-cache") };
+      const last = chapters.at(-1);
+      const lessonEdit = () => {
+        if (last) appendFileSync(path.join(clone, "lessons", last.dirName, "lesson.md"), "\n（这一句由 npm run bench 临时加上。）\n");
+      };
+      const steps: Array<[string, string, () => void, Target]> = [
+        ["npm-test", "npm test（新克隆，缓存是空的）", () => {}, TARGETS.npmTest],
+        ["npm-test-warm", "npm test 第二次（什么也没改）", () => {}, TARGETS.npmTestWarm],
+        ["npm-test-lesson", `npm test（改了第 ${last?.id ?? "?"} 章课文的一句话）`, lessonEdit, TARGETS.npmTestWarm],
+      ];
+      for (const [id, label, prepare, target] of steps) {
         say(`${label}（只跑一次）…`);
+        prepare();
         let ok = true;
         const ms = await timed(() =>
-          spawnChecked("npm", ["test"], KIT_ROOT, { ...env, ...extra }).catch(() => {
+          spawnChecked("npm", ["test"], clone, cacheEnv).catch(() => {
             ok = false;
           }),
         );
