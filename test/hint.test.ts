@@ -7,7 +7,7 @@ import { findChapter, loadChapters } from "../scripts/engine/chapters.ts";
 import { revealHint } from "../scripts/engine/hints.ts";
 import { LESSONS_DIR } from "../scripts/engine/paths.ts";
 import { emptyProgress, inspectProgress, recordHint, updateProgress } from "../scripts/engine/progress.ts";
-import { runScript, tempDir } from "./helpers.ts";
+import { runScript, spawnProcess, tempDir } from "./helpers.ts";
 import { card, practice, readProgress, solveTo } from "./learner.ts";
 
 const work = tempDir("hint");
@@ -57,6 +57,17 @@ describe("hint：提示梯子一级一级展开", () => {
     assert.match(stdout, /提示 1\/4 · 定位文件/);
     assert.match(stdout, /这是回看；你已经看到第 3 级/);
     assert.equal(readProgress(progress).hints["03"]?.["3.1"], 3);
+  });
+
+  test("在练习目录的子目录里（packages/pi-course/src）npm run -s hint：认出是哪个练习目录、哪一章", { timeout: 60_000 }, async () => {
+    const { NODE_TEST_CONTEXT: _context, INIT_CWD: _cwd, ...env } = process.env;
+    const { code, stdout, stderr } = await spawnProcess("npm", ["run", "-s", "hint", "--", "3.1", "--level", "1"], {
+      cwd: path.join(dir, "packages/pi-course/src"),
+      env: { ...env, NO_COLOR: "1", PI_COURSE_PROGRESS: progress, npm_config_update_notifier: "false" },
+    });
+    assert.equal(code, 0, stdout + stderr);
+    assert.match(stdout, /第 03 章 · 实践 3\.1/);
+    assert.match(stdout, /提示 1\/4 · 定位文件/);
   });
 
   test("到顶后停在第 4 级（局部代码）", async () => {

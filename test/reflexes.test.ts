@@ -75,9 +75,7 @@ describe("练习目录里顺手运行 npm install", () => {
       const report = JSON.parse(result.stdout) as { chapter: string; passed: boolean; dir: string };
       assert.deepEqual([report.chapter, report.passed, report.dir], ["00", true, dir]);
     }
-    const hinted = await npm(path.join(dir, "packages/pi-course/src"), ["run", "-s", "hint", "--", "0.1"]);
-    assert.equal(hinted.code, 0, hinted.stdout + hinted.stderr);
-    assert.match(hinted.stdout, /实践 0\.1/);
+    // 子目录里的 hint 在 hint.test.ts（它读课文里的预测）
   });
 
   test("练习目录被移动：doctor --fix 把进度里的位置改记成新目录", { timeout: 120_000 }, async () => {

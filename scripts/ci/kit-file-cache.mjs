@@ -31,7 +31,6 @@ export const LESSON_READERS = [
   "test/concurrency.test.ts", // hint 的预测
   "test/hint.test.ts",
   "test/lint.test.ts",
-  "test/reflexes.test.ts", // hint 的预测
   "test/selfcheck-fixture.test.ts", // 自检的承诺 1、7
   "test/terminal.test.ts", // hint 的预测
   "test/watch-session.test.ts", // 预测
