@@ -50,6 +50,7 @@ const reporters = userReporter
   ? []
   : [`--test-reporter=${defaultReporter}`, "--test-reporter-destination=stdout", "--test-reporter=./scripts/ci/file-results.mjs", `--test-reporter-destination=${results}`];
 
+// hide-lessons.mjs：不读课文的套件测试文件在看不到课文的进程里运行（见 kit-file-cache.mjs 的 LESSON_READERS）
 const child = spawn(
   process.execPath,
   ["--import", "tsx", "--import", "./scripts/ci/hide-lessons.mjs", "--test", "--test-concurrency=2", ...reporters, ...testOptions, ...files("test/_selfcheck"), ...toRun],
