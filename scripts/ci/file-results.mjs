@@ -8,7 +8,7 @@ export default async function* fileResults(source) {
   for await (const event of source) {
     if (event.type === "test:complete" && event.data.nesting === 0 && event.data.file !== undefined) {
       const { file, name } = event.data;
-      if (path.resolve(name) === path.resolve(file)) yield `${JSON.stringify({ file, done: true, ok: event.data.details?.passed !== false, ms: event.data.details?.duration_ms })}\n`;
+      if (path.resolve(name) === path.resolve(file)) yield `${JSON.stringify({ file, done: true, ok: event.data.details?.passed !== false })}\n`;
       continue;
     }
     if (event.type !== "test:pass" && event.type !== "test:fail") continue;

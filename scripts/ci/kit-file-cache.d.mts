@@ -5,11 +5,10 @@ export interface FileCounts {
   skipped: number;
   finished: boolean;
 }
-export interface KitFileRecord {
-  file: string;
-  tests: number;
-  at: string;
-}
+export declare function isCi(env?: NodeJS.ProcessEnv): boolean;
+export declare function resultCacheDir(kitRoot: string, env?: NodeJS.ProcessEnv): string;
+export declare function readRecord<T = unknown>(dir: string, key: string): T | undefined;
+export declare function writeRecord(dir: string, key: string, record: object): void;
 export declare function kitFileCacheDir(kitRoot: string, env?: NodeJS.ProcessEnv): string;
 export interface SharedInputs {
   full: string;
@@ -19,7 +18,5 @@ export declare const LESSON_READERS: readonly string[];
 export declare function hidesLessons(file: string): boolean;
 export declare function sharedInputs(kitRoot: string, env?: NodeJS.ProcessEnv): SharedInputs | undefined;
 export declare function fileKey(shared: SharedInputs, file: string): string;
-export declare function readKitFile(dir: string, key: string): KitFileRecord | undefined;
-export declare function writeKitFile(dir: string, key: string, record: KitFileRecord): void;
 export declare function countsByFile(lines: readonly string[]): Map<string, FileCounts>;
 export declare function cacheable(counts: FileCounts | undefined): boolean;

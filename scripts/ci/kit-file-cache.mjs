@@ -50,10 +50,43 @@ const PROGRAMS = ["/usr/bin/chromium", "/usr/bin/chromedriver"];
 /** 这几个环境变量每次运行都不同（统计文件的临时路径），不算输入。 */
 const VOLATILE_ENV = new Set(["PI_COURSE_SELFCHECK_STATS"]);
 
-/** 缓存目录：与自检缓存同一处（PI_COURSE_SELFCHECK_CACHE_DIR 可以隔开一份），放在 kit-files/ 下。 */
+// ── 两种缓存共用的部分（自检的 check-cache.ts 也从这里取）──────────────
+
+/** CI 设了（不是空串、0 或 false）：缓存一律不读不写。 */
+export function isCi(env = process.env) {
+  const ci = env.CI;
+  return ci !== undefined && ci !== "" && ci !== "0" && ci.toLowerCase() !== "false";
+}
+
+/** 结果缓存放在哪里：默认在克隆自己的 node_modules/.cache 里；套件测试用 PI_COURSE_SELFCHECK_CACHE_DIR 隔开一份。 */
+export function resultCacheDir(kitRoot, env = process.env) {
+  return env.PI_COURSE_SELFCHECK_CACHE_DIR || path.join(kitRoot, "node_modules", ".cache", "pi-course-selfcheck");
+}
+
+/** 取一条记录；没有或写坏了都是 undefined（写坏的记录等于没有）。 */
+export function readRecord(dir, key) {
+  const file = path.join(dir, `${key}.json`);
+  if (!existsSync(file)) return undefined;
+  try {
+    return JSON.parse(readFileSync(file, "utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
+/** 记下一条：先写临时文件再改名，两个进程同时写同一个键也不会留下半个文件。 */
+export function writeRecord(dir, key, record) {
+  mkdirSync(dir, { recursive: true });
+  const temporary = path.join(dir, `${key}.${process.pid}.tmp`);
+  writeFileSync(temporary, JSON.stringify(record));
+  renameSync(temporary, path.join(dir, `${key}.json`));
+}
+
+// ── 套件测试文件 ─────────────────────────────────────────────
+
+/** 套件测试文件的记录：与自检缓存同一处，放在 kit-files/ 下。 */
 export function kitFileCacheDir(kitRoot, env = process.env) {
-  const base = env.PI_COURSE_SELFCHECK_CACHE_DIR || path.join(kitRoot, "node_modules", ".cache", "pi-course-selfcheck");
-  return path.join(base, "kit-files");
+  return path.join(resultCacheDir(kitRoot, env), "kit-files");
 }
 
 /**
@@ -97,24 +130,6 @@ export function sharedInputs(kitRoot, env = process.env) {
 export function fileKey(shared, file) {
   const base = hidesLessons(file) ? `hidden\0${shared.withoutLessons}` : `reads\0${shared.full}`;
   return createHash("sha256").update(`${base}\0${file}`).digest("hex");
-}
-
-export function readKitFile(dir, key) {
-  const file = path.join(dir, `${key}.json`);
-  if (!existsSync(file)) return undefined;
-  try {
-    return JSON.parse(readFileSync(file, "utf8"));
-  } catch {
-    return undefined; // 写坏的记录等于没有
-  }
-}
-
-/** 记下一个整个通过的文件：先写临时文件再改名，不会留下半个记录。 */
-export function writeKitFile(dir, key, record) {
-  mkdirSync(dir, { recursive: true });
-  const temporary = path.join(dir, `${key}.${process.pid}.tmp`);
-  writeFileSync(temporary, JSON.stringify(record));
-  renameSync(temporary, path.join(dir, `${key}.json`));
 }
 
 /**

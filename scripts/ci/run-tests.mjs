@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { cacheable, countsByFile, fileKey, kitFileCacheDir, readKitFile, sharedInputs, writeKitFile } from "./kit-file-cache.mjs";
+import { cacheable, countsByFile, fileKey, isCi, kitFileCacheDir, readRecord, sharedInputs, writeRecord } from "./kit-file-cache.mjs";
 
 const KIT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const args = process.argv.slice(2);
@@ -31,7 +31,7 @@ const stats = path.join(scratch, "cache.txt");
 const results = path.join(scratch, "results.jsonl");
 const env = { ...process.env, PI_COURSE_SELFCHECK_STATS: stats };
 if (noCache) env.PI_COURSE_SELFCHECK_CACHE = "off";
-const ci = process.env.CI !== undefined && process.env.CI !== "" && process.env.CI !== "0" && process.env.CI.toLowerCase() !== "false";
+const ci = isCi();
 const off = noCache || ci || env.PI_COURSE_SELFCHECK_CACHE === "off";
 const offReason = noCache ? "--no-cache" : ci ? "CI=true" : "PI_COURSE_SELFCHECK_CACHE=off";
 
@@ -40,7 +40,7 @@ const kitFiles = files("test");
 const kitCacheDir = kitFileCacheDir(KIT, env);
 const shared = off || testOptions.length > 0 ? undefined : sharedInputs(KIT, env);
 const keys = new Map(shared === undefined ? [] : kitFiles.map((file) => [file, fileKey(shared, file)]));
-const fromCache = kitFiles.filter((file) => keys.has(file) && readKitFile(kitCacheDir, keys.get(file)) !== undefined);
+const fromCache = kitFiles.filter((file) => keys.has(file) && readRecord(kitCacheDir, keys.get(file)) !== undefined);
 const toRun = kitFiles.filter((file) => !fromCache.includes(file));
 
 // 默认的报告器照旧写到终端（Node 23 起接进管道也是 spec，之前是 tap）；另一个报告器逐项记下结果，供缓存用
@@ -88,7 +88,7 @@ child.on("exit", (code, signal) => {
     const key = keys.get(file);
     const fileCounts = counts.get(path.join(KIT, file));
     if (key === undefined || !cacheable(fileCounts)) continue;
-    writeKitFile(kitCacheDir, key, { file, tests: fileCounts.passed, at: new Date().toISOString() });
+    writeRecord(kitCacheDir, key, { file, tests: fileCounts.passed, at: new Date().toISOString() });
     recorded++;
   }
   rmSync(scratch, { recursive: true, force: true });

@@ -1,7 +1,8 @@
 import { createHash, type Hash } from "node:crypto";
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 
+import { isCi, readRecord, resultCacheDir, writeRecord } from "../ci/kit-file-cache.mjs";
 import { filesUnder } from "../kit-cache.mjs";
 import type { Chapter } from "./chapters.js";
 import type { ContractCheck } from "./contract.js";
@@ -26,14 +27,7 @@ export const CACHE_ENV = "PI_COURSE_SELFCHECK_CACHE";
 export const CACHE_STATS_ENV = "PI_COURSE_SELFCHECK_STATS";
 
 export function cacheEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
-  const ci = env.CI;
-  if (ci !== undefined && ci !== "" && ci !== "0" && ci.toLowerCase() !== "false") return false;
-  return env[CACHE_ENV] !== "off";
-}
-
-/** 缓存放在哪里：默认在克隆自己的 node_modules/.cache 里；套件测试用 PI_COURSE_SELFCHECK_CACHE_DIR 隔开一份。 */
-export function cacheDir(kitRoot: string, env: NodeJS.ProcessEnv = process.env): string {
-  return env.PI_COURSE_SELFCHECK_CACHE_DIR || path.join(kitRoot, "node_modules", ".cache", "pi-course-selfcheck");
+  return !isCi(env) && env[CACHE_ENV] !== "off";
 }
 
 /** 每个套件目录只算一次（一次 npm test 里它不会变）。 */
@@ -73,22 +67,11 @@ export function cacheKey(ctx: SelfCheckContext, chapter: Chapter, check: Contrac
 }
 
 export function readCached(kitRoot: string, key: string): CachedCheck | undefined {
-  const file = path.join(cacheDir(kitRoot), `${key}.json`);
-  if (!existsSync(file)) return undefined;
-  try {
-    return JSON.parse(readFileSync(file, "utf8")) as CachedCheck;
-  } catch {
-    return undefined; // 写坏的记录等于没有
-  }
+  return readRecord<CachedCheck>(resultCacheDir(kitRoot), key);
 }
 
-/** 记下一次通过：先写临时文件再改名，两个分片同时写同一个键也不会留下半个文件。 */
 export function writeCached(kitRoot: string, key: string, record: CachedCheck): void {
-  const dir = cacheDir(kitRoot);
-  mkdirSync(dir, { recursive: true });
-  const temporary = path.join(dir, `${key}.${process.pid}.tmp`);
-  writeFileSync(temporary, JSON.stringify(record));
-  renameSync(temporary, path.join(dir, `${key}.json`));
+  writeRecord(resultCacheDir(kitRoot), key, record);
 }
 
 /**
