@@ -47,16 +47,6 @@ describe("进度文件", () => {
     assert.equal(Object.keys((JSON.parse(readFileSync(real, "utf8")) as { hints: Record<string, object> }).hints["03"] ?? {}).length, 2);
   });
 
-  test("相对的 PI_COURSE_PROGRESS 按敲命令的目录解析，不是套件目录", { timeout: 60_000 }, async () => {
-    const typedIn = path.join(work.dir, "typed-in");
-    mkdirSync(typedIn);
-    // npm 把 cwd 换成套件目录，学习者敲命令的目录在 INIT_CWD 里
-    const result = await runScript("hint", ["03", "3.1"], { env: { INIT_CWD: typedIn, PI_COURSE_PROGRESS: "notes/progress.json" } });
-    assert.equal(result.code, 0, result.stderr);
-    assert.ok(existsSync(path.join(typedIn, "notes", "progress.json")));
-    assert.ok(!existsSync(path.join(KIT, "notes")));
-  });
-
   test("学习者的测试进程拿不到进度文件的位置", { timeout: 120_000 }, async () => {
     const dir = path.join(work.dir, "env-practice");
     const progress = path.join(work.dir, "env-progress.json");

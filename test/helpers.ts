@@ -58,6 +58,22 @@ export function runScript(
   });
 }
 
+/** 像 `npm run status | head` 那样运行一个套件命令：读的一端先关掉，它第一次写就遇到 EPIPE。交回退出码与 stderr。 */
+export function runIntoClosedPipe(script: string, args: readonly string[], env: Record<string, string> = {}): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, [...kitScriptArgs(script), ...args], {
+    cwd: KIT,
+    env: { ...process.env, NO_COLOR: "1", INIT_CWD: KIT, PI_COURSE_PROGRESS: defaultProgressFile(), ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child.stdout.destroy();
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+  return new Promise((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stderr }));
+  });
+}
+
 export function spawnProcess(
   command: string,
   args: readonly string[],

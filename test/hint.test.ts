@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 
@@ -7,7 +7,8 @@ import { findChapter, loadChapters } from "../scripts/engine/chapters.ts";
 import { revealHint } from "../scripts/engine/hints.ts";
 import { LESSONS_DIR } from "../scripts/engine/paths.ts";
 import { emptyProgress, inspectProgress, recordHint, updateProgress } from "../scripts/engine/progress.ts";
-import { runScript, spawnProcess, tempDir } from "./helpers.ts";
+import { KIT, runIntoClosedPipe, runScript, spawnProcess, tempDir } from "./helpers.ts";
+import { assertFits } from "./terminal-fit.ts";
 import { card, practice, readProgress, solveTo } from "./learner.ts";
 
 const work = tempDir("hint");
@@ -154,6 +155,37 @@ test("revealHint：hint 与 watch 的 h 共用一处展开；第一次看到的�
   assert.equal(review.step.isNew, false);
   assert.equal(review.seen, 3);
   assert.equal(readFileSync(file, "utf8"), before);
+});
+
+// 下面三项本来各在 cli、terminal、concurrency 的测试里：hint 要读课文（它预测学习者会看到什么），
+// 放在这里，那几个文件就不读课文，改一章课文时它们不必重跑。
+describe("hint 的输出去处：终端、提前关闭的管道、相对的进度文件", () => {
+  test("hint 05 5.1 --level 1 在 80 列和 120 列都不超宽、不折断标识符；管道里原样", { timeout: 60_000 }, async () => {
+    const args = ["05", "5.1", "--level", "1"];
+    const piped = await runScript("hint", args);
+    assert.equal(piped.code, 0, piped.stderr);
+    for (const columns of [80, 120]) {
+      const { code, stdout, stderr } = await runScript("hint", args, { env: { PI_COURSE_COLUMNS: String(columns), NO_COLOR: undefined, FORCE_COLOR: "1" } });
+      assert.equal(code, 0, stderr);
+      assertFits(stdout, piped.stdout, columns, `hint ${columns} 列`);
+    }
+  });
+
+  test("输出接进提前关闭的管道（npm run hint -- 03 3.1 --level 1 | head）：安静地结束，不打印 EPIPE 堆栈", { timeout: 60_000 }, async () => {
+    const { code, stderr } = await runIntoClosedPipe("hint", ["03", "3.1", "--level", "1"], { PI_COURSE_PROGRESS: path.join(work.dir, "epipe-progress.json") });
+    assert.equal(code, 0, stderr);
+    assert.equal(stderr, "");
+  });
+
+  test("相对的 PI_COURSE_PROGRESS 按敲命令的目录解析，不是套件目录", { timeout: 60_000 }, async () => {
+    const typedIn = path.join(work.dir, "typed-in");
+    mkdirSync(typedIn);
+    // npm 把 cwd 换成套件目录，学习者敲命令的目录在 INIT_CWD 里
+    const result = await runScript("hint", ["03", "3.1"], { env: { INIT_CWD: typedIn, PI_COURSE_PROGRESS: "notes/progress.json" } });
+    assert.equal(result.code, 0, result.stderr);
+    assert.ok(existsSync(path.join(typedIn, "notes", "progress.json")));
+    assert.ok(!existsSync(path.join(KIT, "notes")));
+  });
 });
 
 function inspectLoaded(file: string) {

@@ -11,33 +11,10 @@ import { fitWatchScreen, hintLine, inlineMarkdown, labLines } from "../scripts/e
 import { fitLine, terminalColumns } from "../scripts/engine/terminal.ts";
 import { startProgress } from "../scripts/progress-line.mjs";
 import { KIT, runScript, spawnProcess, tempDir, TSX } from "./helpers.ts";
+import { assertFits, widest } from "./terminal-fit.ts";
 
 const plain = (_style: unknown, text: string) => text;
 const ansi = (style: unknown, text: string) => (style === "bold" ? `\u001b[1m${text}\u001b[22m` : `\u001b[36m${text}\u001b[39m`);
-
-/** 一行在终端里占几列（颜色转义不占列，中文两列）。 */
-function widest(text: string): number {
-  return Math.max(0, ...text.split("\n").map((line) => stringWidth(line)));
-}
-
-/** 标识符、路径、命令里连着的西文串：折行后必须完整地出现在某一行里。 */
-function latinRuns(text: string): string[] {
-  // 只看带字母的串：用时之类的数字每次运行都不同
-  return [...new Set(stripVTControlCharacters(text).match(/[A-Za-z0-9_@./<>*"^\\=:-]{3,}/g) ?? [])].filter((run) => /[A-Za-z]/.test(run));
-}
-
-/** 测量：每行不超过 columns 列；未折行输出里的每个西文串都完整地出现在折行后的某一行。 */
-function assertFits(wrapped: string, unwrapped: string, columns: number, what: string): void {
-  assert.ok(widest(wrapped) <= columns, `${what}：有一行宽 ${widest(wrapped)} 列，超过 ${columns}`);
-  const lines = stripVTControlCharacters(wrapped).split("\n");
-  for (const run of latinRuns(unwrapped)) {
-    if (stringWidth(run) > columns - 6) continue; // 比一行还宽的串只能硬折
-    assert.ok(
-      lines.some((line) => line.includes(run)),
-      `${what}：「${run}」在 ${columns} 列时被折断了`,
-    );
-  }
-}
 
 describe("终端输出适合终端的宽度", () => {
   test("折行只落在空格和中文字符之间：路径与标识符完整，中文两列，行首不放逗号句号", () => {
@@ -83,7 +60,6 @@ describe("终端输出适合终端的宽度", () => {
     ["checkpoint", ["05"]],
     ["checkpoint", ["12"]],
     ["status", []],
-    ["hint", ["05", "5.1", "--level", "1"]],
   ] as const) {
     test(`${command} ${args.join(" ")} 在 80 列和 120 列都不超宽、不折断标识符；管道里原样`, { timeout: 60_000 }, async () => {
       const piped = await runScript(command, args);
@@ -92,7 +68,7 @@ describe("终端输出适合终端的宽度", () => {
         const { code, stdout, stderr } = await runScript(command, args, { env: { PI_COURSE_COLUMNS: String(columns), NO_COLOR: undefined, FORCE_COLOR: "1" } });
         assert.equal(code, 0, stderr);
         assertFits(stdout, piped.stdout, columns, `${command} ${columns} 列`);
-        if (command !== "hint") assert.ok(stdout.split("\n").length <= (columns === 120 ? 41 : 60), `${command} 在 ${columns} 列有 ${stdout.split("\n").length} 行`);
+        assert.ok(stdout.split("\n").length <= (columns === 120 ? 41 : 60), `${command} 在 ${columns} 列有 ${stdout.split("\n").length} 行`);
       }
     });
   }

@@ -27,12 +27,9 @@ export const LESSON_READERS = [
   "test/book.test.ts",
   "test/chapters.test.ts",
   "test/check-cache.test.ts",
-  "test/cli.test.ts", // hint 的预测
-  "test/concurrency.test.ts", // hint 的预测
-  "test/hint.test.ts",
+  "test/hint.test.ts", // hint 的预测；别的文件里用到 hint 的检查也放在这里
   "test/lint.test.ts",
   "test/selfcheck-fixture.test.ts", // 自检的承诺 1、7
-  "test/terminal.test.ts", // hint 的预测
   "test/watch-session.test.ts", // 预测
   "test/watch.test.ts", // 预测
 ];
