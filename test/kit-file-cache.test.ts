@@ -3,7 +3,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFi
 import path from "node:path";
 import { after, test } from "node:test";
 
-import { cacheable, countsByFile, hidesLessons, LESSON_READERS } from "../scripts/ci/kit-file-cache.mjs";
+import { cacheable, countsByFile, hidesLessons, LESSON_READERS, longestFirst, readDurations } from "../scripts/ci/kit-file-cache.mjs";
 import { git, KIT, spawnProcess, tempDir } from "./helpers.ts";
 
 const work = tempDir("kit-file-cache");
@@ -115,6 +115,25 @@ test("套件测试文件的缓存：失败的文件不进缓存，下次照跑",
     assert.match(await kit.npmTest([], {}, 1), /套件测试：1 个文件这次重新跑，0 个整个通过、记进缓存/, "有测试失败，npm test 失败");
   }
   assert.equal(kit.runs("red"), 2);
+});
+
+test("跑得久的文件先开：每次运行记下各文件的用时（失败的也记），下一次按它从长到短排；没有记录的排最前；--no-cache 时不记", { timeout: 60_000 }, async () => {
+  assert.deepEqual(
+    longestFirst(["test/a.test.ts", "test/b.test.ts", "test/c.test.ts", "test/new.test.ts"], { "test/a.test.ts": 100, "test/b.test.ts": 900, "test/c.test.ts": 100 }),
+    ["test/new.test.ts", "test/b.test.ts", "test/a.test.ts", "test/c.test.ts"],
+  );
+  const kit = await miniKit("durations", {
+    quick: `test("通过", () => {});`,
+    slow: `test("等一下", () => new Promise((resolve) => setTimeout(resolve, 400)));\ntest("失败", () => assert.equal(1, 2));`,
+  });
+  const cacheDir = path.join(work.dir, "durations-cache", "kit-files");
+  await kit.npmTest(["--no-cache"], {}, 1);
+  assert.deepEqual(readDurations(cacheDir), {}, "--no-cache 时什么也不写");
+  await kit.npmTest([], {}, 1);
+  const durations = readDurations(cacheDir);
+  assert.ok((durations["test/slow.test.ts"] ?? 0) >= 400, JSON.stringify(durations));
+  assert.ok((durations["test/quick.test.ts"] ?? Infinity) < (durations["test/slow.test.ts"] ?? 0), JSON.stringify(durations));
+  assert.deepEqual(longestFirst(["test/quick.test.ts", "test/slow.test.ts"], durations), ["test/slow.test.ts", "test/quick.test.ts"]);
 });
 
 test("不读课文的套件测试在看不到课文的进程里跑，改课文不必重跑它们；读课文的文件（LESSON_READERS）与补丁的改动照常重跑", { timeout: 120_000 }, async () => {

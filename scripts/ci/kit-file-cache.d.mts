@@ -4,6 +4,8 @@ export interface FileCounts {
   failed: number;
   skipped: number;
   finished: boolean;
+  /** 整个文件的用时（毫秒），报告器给了才有。 */
+  ms?: number;
 }
 export declare function isCi(env?: NodeJS.ProcessEnv): boolean;
 export declare function resultCacheDir(kitRoot: string, env?: NodeJS.ProcessEnv): string;
@@ -20,3 +22,6 @@ export declare function sharedInputs(kitRoot: string, env?: NodeJS.ProcessEnv): 
 export declare function fileKey(shared: SharedInputs, file: string): string;
 export declare function countsByFile(lines: readonly string[]): Map<string, FileCounts>;
 export declare function cacheable(counts: FileCounts | undefined): boolean;
+export declare function readDurations(dir: string): Record<string, number>;
+export declare function recordDurations(dir: string, counts: Map<string, FileCounts>, kitRoot: string): void;
+export declare function longestFirst(files: readonly string[], durations: Readonly<Record<string, number>>): string[];

@@ -146,6 +146,7 @@ export function countsByFile(lines) {
     const entry = counts.get(record.file) ?? { passed: 0, failed: 0, skipped: 0, finished: false };
     if (record.done) {
       entry.finished = true;
+      if (typeof record.ms === "number") entry.ms = record.ms;
       if (!record.ok) entry.failed++;
     } else if (record.skipped) entry.skipped++;
     else if (record.ok) entry.passed++;
@@ -153,6 +154,32 @@ export function countsByFile(lines) {
     counts.set(record.file, entry);
   }
   return counts;
+}
+
+/** 各个套件测试文件上次跑了多久（毫秒），不论结果：只用来排先后，不是结果。 */
+const DURATIONS_KEY = "durations";
+
+export function readDurations(dir) {
+  const recorded = readRecord(dir, DURATIONS_KEY);
+  return recorded !== null && typeof recorded === "object" ? recorded : {};
+}
+
+/** 记下这次跑完的文件的用时，别的文件保留上次的。 */
+export function recordDurations(dir, counts, kitRoot) {
+  const durations = readDurations(dir);
+  for (const [file, entry] of counts) {
+    if (entry.finished && typeof entry.ms === "number") durations[path.relative(kitRoot, path.resolve(kitRoot, file)).split(path.sep).join("/")] = Math.round(entry.ms);
+  }
+  writeRecord(dir, DURATIONS_KEY, durations);
+}
+
+/**
+ * 跑得久的文件先开：两个文件同时跑时，最后剩一个长文件独自跑的那段尾巴最短。
+ * 没有用时记录的文件（新文件、第一次运行）排在最前，其余按上次的用时从长到短，用时一样时按名字。
+ */
+export function longestFirst(files, durations) {
+  const ms = (file) => durations[file] ?? Number.POSITIVE_INFINITY;
+  return [...files].sort((a, b) => ms(b) - ms(a) || (a < b ? -1 : a > b ? 1 : 0));
 }
 
 /** 只有这样的结果才进缓存：文件跑完了，至少一项通过，没有失败、跳过、取消或待办。 */

@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { cacheable, countsByFile, fileKey, isCi, kitFileCacheDir, readRecord, sharedInputs, writeRecord } from "./kit-file-cache.mjs";
+import { cacheable, countsByFile, fileKey, isCi, kitFileCacheDir, longestFirst, readDurations, readRecord, recordDurations, sharedInputs, writeRecord } from "./kit-file-cache.mjs";
 
 const KIT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const args = process.argv.slice(2);
@@ -41,7 +41,11 @@ const kitCacheDir = kitFileCacheDir(KIT, env);
 const shared = off || testOptions.length > 0 ? undefined : sharedInputs(KIT, env);
 const keys = new Map(shared === undefined ? [] : kitFiles.map((file) => [file, fileKey(shared, file)]));
 const fromCache = kitFiles.filter((file) => keys.has(file) && readRecord(kitCacheDir, keys.get(file)) !== undefined);
-const toRun = kitFiles.filter((file) => !fromCache.includes(file));
+// 跑得久的先开：上次整个文件跑下来的用时，和结果一样放在缓存目录里（不用缓存、只选了部分测试时按名字）
+const toRun = longestFirst(
+  kitFiles.filter((file) => !fromCache.includes(file)),
+  shared === undefined ? {} : readDurations(kitCacheDir),
+);
 
 // 默认的报告器照旧写到终端（Node 23 起接进管道也是 spec，之前是 tap）；另一个报告器逐项记下结果，供缓存用
 const userReporter = testOptions.some((option) => option.startsWith("--test-reporter"));
@@ -81,6 +85,7 @@ child.on("exit", (code, signal) => {
   } catch {
     // 没有逐项记录（例如自己选了报告器）：这次什么也不记
   }
+  if (shared !== undefined) recordDurations(kitCacheDir, counts, KIT);
   let recorded = 0;
   // 跑的途中套件里有文件改了（例如一边跑一边编辑）：这次的结果对应不上任何一份输入，一个也不记
   const unchanged = shared !== undefined && JSON.stringify(sharedInputs(KIT, env)) === JSON.stringify(shared);
