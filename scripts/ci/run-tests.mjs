@@ -41,11 +41,10 @@ const kitCacheDir = kitFileCacheDir(KIT, env);
 const shared = off || testOptions.length > 0 ? undefined : sharedInputs(KIT, env);
 const keys = new Map(shared === undefined ? [] : kitFiles.map((file) => [file, fileKey(shared, file)]));
 const fromCache = kitFiles.filter((file) => keys.has(file) && readRecord(kitCacheDir, keys.get(file)) !== undefined);
-// 跑得久的先开：上次整个文件跑下来的用时，和结果一样放在缓存目录里（不用缓存、只选了部分测试时按名字）
-const toRun = longestFirst(
-  kitFiles.filter((file) => !fromCache.includes(file)),
-  shared === undefined ? {} : readDurations(kitCacheDir),
-);
+const toRun = kitFiles.filter((file) => !fromCache.includes(file));
+// 自检分片与要跑的套件测试文件，跑得久的先开：用的是上次整个文件跑下来的用时，和结果一样放在缓存目录里
+// （不用缓存、只选了部分测试时没有用时，照旧先自检、再按名字）。
+const ordered = longestFirst([...files("test/_selfcheck"), ...toRun], shared === undefined ? {} : readDurations(kitCacheDir));
 
 // 默认的报告器照旧写到终端（Node 23 起接进管道也是 spec，之前是 tap）；另一个报告器逐项记下结果，供缓存用
 const userReporter = testOptions.some((option) => option.startsWith("--test-reporter"));
@@ -57,7 +56,7 @@ const reporters = userReporter
 // hide-lessons.mjs：不读课文的套件测试文件在看不到课文的进程里运行（见 kit-file-cache.mjs 的 LESSON_READERS）
 const child = spawn(
   process.execPath,
-  ["--import", "tsx", "--import", "./scripts/ci/hide-lessons.mjs", "--test", "--test-concurrency=2", ...reporters, ...testOptions, ...files("test/_selfcheck"), ...toRun],
+  ["--import", "tsx", "--import", "./scripts/ci/hide-lessons.mjs", "--test", "--test-concurrency=2", ...reporters, ...testOptions, ...ordered],
   { cwd: KIT, env, stdio: "inherit" },
 );
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
