@@ -873,7 +873,7 @@ test("8.3 取消与超时先发 SIGTERM 让命令收尾；不理会 SIGTERM 的�
   });
 });
 
-test("8.3 sh 退出后管道只再等一小会儿：换了进程组、握着管道的孙进程拖不住结果", { timeout: 3_000 }, async () => {
+test("8.3 sh 退出后管道只再等一小会儿：换了进程组、握着管道的孙进程拖不住结果", { timeout: 8_000 }, async () => {
   await withSandbox(async ({ root }) => {
     const controller = new AbortController();
     // perl 的 setpgrp 与 setsid 同理：孙进程离开命令的进程组，组信号到不了它；它继承了输出管道，
@@ -893,7 +893,8 @@ test("8.3 sh 退出后管道只再等一小会儿：换了进程组、握着管�
     process.kill(holderPid, "SIGKILL");
     assert.equal(leaked, 0, "排空窗口过后两根管道都由我们关掉，不等握着它的孙进程");
     assert.equal(result.status, "cancelled");
-    assert.ok(elapsed < 1_000, `握着管道的孙进程还要睡 5 秒，结果却等了 ${elapsed} 毫秒`);
+    // 不关管道的话要等孙进程睡满 5 秒；2.5 秒的上限留给忙碌的机器。
+    assert.ok(elapsed < 2_500, `握着管道的孙进程还要睡 5 秒，结果却等了 ${elapsed} 毫秒`);
   });
 });
 

@@ -398,7 +398,7 @@ test("17.2 子进程只拿到允许名单上的环境变量和配置写明的：
   assert.equal(env.PATH, process.env.PATH);
 });
 
-test("17.2 stderr 只留最后一段；关闭先关 stdin，不理 EOF 的收到 SIGTERM，连 SIGTERM 也不理的整个进程组收到 SIGKILL", { timeout: 5_000 }, async () => {
+test("17.2 stderr 只留最后一段；关闭先关 stdin，不理 EOF 的收到 SIGTERM，连 SIGTERM 也不理的整个进程组收到 SIGKILL", { timeout: 12_000 }, async () => {
   const tail = new TextTail(8);
   tail.push("0123456");
   tail.push("789ab");
@@ -406,11 +406,12 @@ test("17.2 stderr 只留最后一段；关闭先关 stdin，不理 EOF 的收到
 
   const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === "Timeout").length;
   const before = timers();
-  const polite = new StdioTransport({ command: process.execPath, args: [await fixture(), "normal"], graceMs: 2_000, onMessage: () => {} });
+  // 宽限给足 6 秒：机器忙时小服务器光启动就要几百毫秒，它读到 EOF 退出也远远用不了 4 秒；真等了宽限才是错。
+  const polite = new StdioTransport({ command: process.execPath, args: [await fixture(), "normal"], graceMs: 6_000, onMessage: () => {} });
   track(polite.pid);
   const started = Date.now();
   await polite.close();
-  assert.ok(Date.now() - started < 1_500, "读到 EOF 就退出的服务器不用等宽限");
+  assert.ok(Date.now() - started < 4_000, "读到 EOF 就退出的服务器不用等宽限");
   assert.equal(timers(), before, "进程退出了，宽限的计时器也清掉了：关完之后不留计时器");
 
   const deafExits: unknown[] = [];
