@@ -3,7 +3,8 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFi
 import path from "node:path";
 import { after, test } from "node:test";
 
-import { cacheable, countsByFile, hidesLessons, LESSON_READERS, longestFirst, readDurations } from "../scripts/ci/kit-file-cache.mjs";
+import { cacheable, CLONE_LESSON_READERS, countsByFile, hidesLessons, lessonHiding, LESSON_READERS, longestFirst, readDurations } from "../scripts/ci/kit-file-cache.mjs";
+import { lessonHidden } from "../scripts/engine/chapters.ts";
 import { git, KIT, spawnProcess, tempDir } from "./helpers.ts";
 
 const work = tempDir("kit-file-cache");
@@ -136,22 +137,43 @@ test("跑得久的文件先开：每次运行记下各文件的用时（失败�
   assert.deepEqual(longestFirst(["test/quick.test.ts", "test/slow.test.ts"], durations), ["test/slow.test.ts", "test/quick.test.ts"]);
 });
 
-test("不读课文的套件测试在看不到课文的进程里跑，改课文不必重跑它们；读课文的文件（LESSON_READERS）与补丁的改动照常重跑", { timeout: 120_000 }, async () => {
+test("不读课文的套件测试在看不到课文的进程里跑，只经克隆读课文的只看不到本套件的课文，改课文不必重跑它们；读课文的文件（LESSON_READERS）与补丁的改动照常重跑", { timeout: 120_000 }, async () => {
   assert.ok(LESSON_READERS.includes("test/lint.test.ts"));
+  assert.ok(CLONE_LESSON_READERS.includes("test/authoring.test.ts"));
   assert.deepEqual(["test/lint.test.ts", "test/verify.test.ts", "test/_selfcheck/shard-1.test.ts"].map(hidesLessons), [false, true, false], "自检分片不归它管");
+  assert.deepEqual(
+    ["test/lint.test.ts", "test/verify.test.ts", "test/authoring.test.ts"].map((file) => lessonHiding(file, "/kit")),
+    [undefined, "1", "/kit"],
+  );
   const seesLessons = (expected: string) => `test("看不看得到课文", () => assert.equal(process.env.PI_COURSE_HIDE_LESSONS, ${expected}));`;
-  const kit = await miniKit("lessons", { verify: seesLessons(`"1"`), lint: seesLessons("undefined") });
+  const dir = path.join(work.dir, "lessons");
+  const kit = await miniKit("lessons", { verify: seesLessons(`"1"`), lint: seesLessons("undefined"), authoring: seesLessons(JSON.stringify(dir)) });
+  const runs = () => [kit.runs("verify"), kit.runs("lint"), kit.runs("authoring")];
   await kit.npmTest();
-  assert.deepEqual([kit.runs("verify"), kit.runs("lint")], [1, 1], "看不到课文的进程里确实设了 PI_COURSE_HIDE_LESSONS，读课文的没设");
+  assert.deepEqual(runs(), [1, 1, 1], "看不到课文的进程里确实设了 PI_COURSE_HIDE_LESSONS（只经克隆读课文的是套件根目录），读课文的没设");
   writeFileSync(path.join(kit.dir, "lessons", "01-x", "lesson.md"), "# 第 01 章（改了课文）\n");
   const out = await kit.npmTest();
-  assert.match(out, /套件测试：1 个文件来自缓存/);
-  assert.deepEqual([kit.runs("verify"), kit.runs("lint")], [1, 2], "改课文：只有读课文的文件重跑");
+  assert.match(out, /套件测试：2 个文件来自缓存/);
+  assert.deepEqual(runs(), [1, 2, 1], "改课文：只有读课文的文件重跑");
   writeFileSync(path.join(kit.dir, "lessons", "01-x", "chapter.patch"), "补丁也改了\n");
   await kit.npmTest();
-  assert.deepEqual([kit.runs("verify"), kit.runs("lint")], [2, 3], "改补丁：都重跑");
+  assert.deepEqual(runs(), [2, 3, 2], "改补丁：都重跑");
   await git(kit.dir, "add", ".");
   await git(kit.dir, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "--quiet", "-m", "提交课文的改动");
   await kit.npmTest();
-  assert.deepEqual([kit.runs("verify"), kit.runs("lint")], [3, 4], "提交之后 HEAD 变了（克隆出来的套件会读到新课文）：都重跑");
+  assert.deepEqual(runs(), [3, 4, 3], "提交之后 HEAD 变了（克隆出来的套件会读到新课文）：都重跑");
+});
+
+test("PI_COURSE_HIDE_LESSONS：1 藏起每一章的课文；值是套件根目录时只藏那个套件 lessons/ 下的课文，别处（克隆）的照常看得到", () => {
+  const kitChapter = path.join(KIT, "lessons", "03-message-ir");
+  const cloneChapter = path.join(work.dir, "clone", "lessons", "03-message-ir");
+  assert.deepEqual(
+    [{}, { PI_COURSE_HIDE_LESSONS: "1" }, { PI_COURSE_HIDE_LESSONS: KIT }, { PI_COURSE_HIDE_LESSONS: "" }].map((env) => [lessonHidden(kitChapter, env), lessonHidden(cloneChapter, env)]),
+    [
+      [false, false],
+      [true, true],
+      [true, false],
+      [false, false],
+    ],
+  );
 });

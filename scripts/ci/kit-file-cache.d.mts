@@ -17,7 +17,9 @@ export interface SharedInputs {
   withoutLessons: string;
 }
 export declare const LESSON_READERS: readonly string[];
+export declare const CLONE_LESSON_READERS: readonly string[];
 export declare function hidesLessons(file: string): boolean;
+export declare function lessonHiding(file: string, kitRoot: string): string | undefined;
 export declare function sharedInputs(kitRoot: string, env?: NodeJS.ProcessEnv): SharedInputs | undefined;
 export declare function fileKey(shared: SharedInputs, file: string): string;
 export declare function countsByFile(lines: readonly string[]): Map<string, FileCounts>;

@@ -21,22 +21,40 @@ import path from "node:path";
  * （hide-lessons.mjs），键里不算课文的内容：改一章的课文，只有这些文件与读课文的自检项重做。
  */
 export const LESSON_READERS = [
-  "test/authoring.test.ts", // export 重写课文里的提交号
   "test/bench.test.ts", // course lint 那一行
-  "test/book-browser.test.ts",
   "test/book.test.ts",
   "test/chapters.test.ts",
   "test/check-cache.test.ts",
   "test/hint.test.ts", // hint 的预测；别的文件里用到 hint 的检查也放在这里
   "test/lint.test.ts",
-  "test/selfcheck-fixture.test.ts", // 自检的承诺 1、7
   "test/watch-session.test.ts", // 预测
   "test/watch.test.ts", // 预测
 ];
 
-/** 这个套件测试文件（相对套件根目录）是否在看不到课文的进程里运行。 */
+/**
+ * 只读克隆里的课文的套件测试文件：它们克隆套件（取的是已提交的 HEAD），在克隆里编辑、导出、自检、预览。
+ * 它们在看不到本套件课文的进程里运行（克隆里的课文照常看得到），键也不含工作区里的课文：
+ * 没提交的课文改动与它们无关；提交了的改动改变 HEAD 的树，它们照常重跑。
+ * 直接读本套件的课文会失败；把工作区的课文复制出去再读不会被发现，所以只列确实只经克隆读课文的文件。
+ */
+export const CLONE_LESSON_READERS = [
+  "test/authoring.test.ts", // export 在克隆里重写课文里的提交号
+  "test/book-browser.test.ts", // 克隆里的 npm run book -- --serve
+  "test/selfcheck-fixture.test.ts", // 克隆里的 course check
+];
+
+/** 这个套件测试文件（相对套件根目录）是否在看不到本套件课文的进程里运行（键里不含工作区的课文）。 */
 export function hidesLessons(file) {
   return /^test\/[^/]+\.test\.ts$/.test(file) && !LESSON_READERS.includes(file);
+}
+
+/**
+ * 这个文件的测试进程里 PI_COURSE_HIDE_LESSONS 的值：1 表示一章课文也看不到；套件根目录表示只看不到本套件的课文
+ * （CLONE_LESSON_READERS）；undefined 表示照常读课文。
+ */
+export function lessonHiding(file, kitRoot) {
+  if (!hidesLessons(file)) return undefined;
+  return CLONE_LESSON_READERS.includes(file) ? kitRoot : "1";
 }
 
 /** lessons/NN-…/lesson.md：课文本身（不是补丁、元数据或留出文件）。 */

@@ -188,8 +188,18 @@ export const LESSON_NOT_AN_INPUT = path.join(path.sep, "nonexistent", "lesson-is
 /**
  * 值为 1 时，这个进程（和继承它环境的子进程）里 loadChapters 给的 lessonPath 都是 LESSON_NOT_AN_INPUT。
  * npm test 让不读课文的套件测试这样运行：它们的结果因此与课文无关，改课文不必重跑（见 scripts/ci/kit-file-cache.mjs）。
+ * 值是一个套件的根目录时，只藏这个套件自己 lessons/ 下的课文：只读克隆里的课文的测试这样运行，
+ * 克隆取的是已提交的 HEAD，它已经在缓存键里，工作区里没提交的课文改动与它们无关。
  */
 export const HIDE_LESSONS_ENV = "PI_COURSE_HIDE_LESSONS";
+
+/** 这一章的课文在这个进程里是否看不到（见 HIDE_LESSONS_ENV）。 */
+export function lessonHidden(chapterDir: string, env: NodeJS.ProcessEnv = process.env): boolean {
+  const hidden = env[HIDE_LESSONS_ENV];
+  if (hidden === undefined || hidden === "") return false;
+  if (hidden === "1") return true;
+  return path.dirname(path.resolve(chapterDir)) === path.join(path.resolve(hidden), "lessons");
+}
 export const PATCH_FILE = "chapter.patch";
 
 const DIR_PATTERN = /^(\d{2})-([a-z0-9]+(?:-[a-z0-9]+)*)$/;
@@ -236,7 +246,7 @@ function loadChapter(dir: string): Chapter {
     ...meta,
     dirName,
     dir,
-    lessonPath: process.env[HIDE_LESSONS_ENV] === "1" ? LESSON_NOT_AN_INPUT : path.join(dir, LESSON_FILE),
+    lessonPath: lessonHidden(dir) ? LESSON_NOT_AN_INPUT : path.join(dir, LESSON_FILE),
     patchPath: path.join(dir, PATCH_FILE),
   };
   for (const file of [LESSON_FILE, PATCH_FILE, ...meta.steps.map((step) => step.patch), ...(meta.heldOut?.files ?? [])]) {
