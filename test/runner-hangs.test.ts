@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 
@@ -163,6 +164,34 @@ test(`stopAtFirstFailure：第一项失败一到就结束进程组交回结果�
   const green = testFile(`stop-early-green.test.mjs`, ["a", "b", "c"]);
   const full = await runTests([green], { stopAtFirstFailure: true });
   assert.deepEqual([full.passed, full.tests.length], [3, 3]);
+});
+
+test("提前结束的测试进程来不及清理：它在 os.tmpdir() 下建的目录随它自己的 TMPDIR 一起删掉，不留在系统的临时目录里", { timeout: 30_000 }, async () => {
+  const file = path.join(work.dir, "scratch.test.mjs");
+  const note = path.join(work.dir, "scratch-dir.txt");
+  writeFileSync(
+    file,
+    [
+      `import assert from "node:assert/strict";`,
+      `import { mkdtempSync, writeFileSync } from "node:fs";`,
+      `import os from "node:os";`,
+      `import path from "node:path";`,
+      `import { test } from "node:test";`,
+      // 建了目录、本该在最后一项之后删掉：第一项失败时进程组就被结束，删除永远轮不到
+      `const dir = mkdtempSync(path.join(os.tmpdir(), "scratch-"));`,
+      `writeFileSync(path.join(dir, "data.txt"), "x");`,
+      `writeFileSync(${JSON.stringify(note)}, dir);`,
+      `test("失败", () => { assert.equal(1, 2); });`,
+      `test("挂住", async () => { await new Promise(() => {}); });`,
+    ].join("\n"),
+  );
+  const report = await runTests([file], { timeoutMs: 20_000, stopAtFirstFailure: true });
+  assert.ok(report.failed >= 1, JSON.stringify(report.tests));
+  const dir = readFileSync(note, "utf8");
+  const scratch = path.dirname(dir);
+  assert.match(path.basename(scratch), /^pi-course-run-/, `测试进程的 os.tmpdir() 应当是它自己的目录，收到 ${dir}`);
+  assert.equal(path.dirname(scratch), os.tmpdir(), "这个目录建在系统的临时目录里");
+  assert.equal(existsSync(scratch), false, `测试进程结束之后 ${scratch} 应当已经删掉`);
 });
 
 test("节奏（变异用）：某项的结果比未变异时晚到太多，就当作它挂住、记一项失败并收场，不等测试自己的 20 秒时限；跳过的测试不打乱节奏", { timeout: 60_000 }, async () => {

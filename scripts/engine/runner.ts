@@ -1,7 +1,7 @@
 import { spawn, type ChildProcessByStdio } from "node:child_process";
-import { existsSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { SourceMap } from "node:module";
-import { availableParallelism } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import path from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
@@ -254,9 +254,33 @@ function spawnTestProcess(spec: TestProcessSpec, stdin: "ignore"): ChildProcessB
 function spawnTestProcess(spec: TestProcessSpec, stdin: "pipe"): ChildProcessByStdio<Writable, Readable, Readable>;
 function spawnTestProcess(spec: TestProcessSpec, stdin: "ignore" | "pipe"): ChildProcessByStdio<Writable | null, Readable, Readable> {
   // 测试进程和它启动的进程自成一个进程组：收场时连组一起结束，一个不留。
-  const child = spawn(process.execPath, spec.args, { env: spec.env, stdio: [stdin, "pipe", "pipe"], detached: true }) as ChildProcessByStdio<Writable | null, Readable, Readable>;
+  // 它还有自己的临时目录（TMPDIR）：被 SIGKILL 结束的测试（第一个失败就收场、卡住、watch 里又存了一次）
+  // 来不及跑 finally 与 after 钩子，它在 os.tmpdir() 下建的目录随这个目录一起删掉，不留在学习者的 /tmp 里。
+  const scratch = mkdtempSync(path.join(tmpdir(), "pi-course-run-"));
+  const env = { ...spec.env, TMPDIR: scratch, TMP: scratch, TEMP: scratch };
+  const child = spawn(process.execPath, spec.args, { env, stdio: [stdin, "pipe", "pipe"], detached: true }) as ChildProcessByStdio<Writable | null, Readable, Readable>;
   child.on("error", () => {}); // 启动失败由 collectOutcomes 报告（预热的进程可能还没人在听）
+  liveScratch.set(scratch, child);
+  child.once("close", () => removeScratch(scratch));
   return child;
+}
+
+/** 还在用的测试进程临时目录与它的进程：本进程退出时（例如预热着没用上的进程）先结束进程组，再删目录。 */
+const liveScratch = new Map<string, { pid?: number | undefined }>();
+process.once("exit", () => {
+  for (const [scratch, child] of liveScratch) {
+    killTestProcess(child);
+    removeScratch(scratch);
+  }
+});
+
+function removeScratch(scratch: string): void {
+  liveScratch.delete(scratch);
+  try {
+    rmSync(scratch, { recursive: true, force: true, maxRetries: 2 });
+  } catch {
+    // 删不掉（例如还有进程占着）也不影响结论：它在系统的临时目录里
+  }
 }
 
 /** 结束测试进程和它的整个进程组。 */
