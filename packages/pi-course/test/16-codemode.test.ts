@@ -116,7 +116,7 @@ test("16.1 每个工具一段声明：说明写成注释，名字不是标识符
 const RELEASE_SYNC = ((releaseSync as { default?: unknown }).default ?? releaseSync) as never;
 
 /** 在一个新的 VM 里装上桥、跑序言与脚本，一直跑到脚本的结局出来；交回结局的 JSON 与宿主看到的一切。 */
-async function inVm(code: string, answer: (name: string, argsJson: string) => string) {
+async function inVm(code: string, answer: (name: string, argsJson: string) => string | Promise<string>) {
   const QuickJS = await newQuickJSWASMModuleFromVariant(RELEASE_SYNC);
   const runtime = QuickJS.newRuntime();
   const vm = runtime.newContext();
@@ -172,6 +172,9 @@ test("16.2 桥只过字符串：tools.<name>(args) 把参数写成 JSON 交给�
   assert.equal(outcome.ok, true);
   assert.deepEqual(JSON.parse(outcome.value!), { a: 'weather got {"city":"Berlin"}', b: "no such city", c: "shipping-track got {}" });
   assert.equal(inFlight, 0);
+  // 脚本不等就返回：宿主的 Promise 还没兑现，deferred 还活着；桥的 dispose() 放掉它，运行时才释放得干净
+  const abandoned = await inVm(`tools.slow({}); return "left"`, () => new Promise<string>(() => {}));
+  assert.deepEqual([abandoned.outcome, abandoned.inFlight], [{ ok: true, value: '"left"' }, 1]);
 });
 
 test("16.2 序言拿走宿主函数；console 被捕获；setTimeout 给出点名 sleep 的英文错误，sleep 由宿主计时；返回值写不成 JSON 也是一句话", { timeout: 5_000 }, async () => {
