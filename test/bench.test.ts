@@ -4,10 +4,15 @@ import path from "node:path";
 import { after, test } from "node:test";
 
 import { median, meets, TARGETS } from "../scripts/engine/bench.ts";
-import { runScript, tempDir } from "./helpers.ts";
+import { cloneKit, runScript, tempDir } from "./helpers.ts";
 
 const work = tempDir("bench");
 after(() => work.remove());
+
+// bench 在一个新克隆里跑（它读课文：course lint、practice 的章节卡）：克隆取的是已提交的 HEAD，
+// 工作区里没提交的课文改动与这个文件无关，改一句课文的 npm test 不必重跑它（kit-file-cache.mjs 的 CLONE_LESSON_READERS）
+let clone: Promise<string> | undefined;
+const kit = () => (clone ??= cloneKit(work.dir));
 
 test("中位数与目标判断", () => {
   assert.equal(median([5, 1, 3]), 3);
@@ -23,7 +28,7 @@ test("bench 跑一遍（第 03 章，每项 1 次）：打印性能目标表，�
   const out = path.join(work.dir, "results.json");
   // 旧版本写的单个对象：保留为历史的第一项
   writeFileSync(out, JSON.stringify({ date: "2026-01-01T00:00:00.000Z", rows: [{ id: "loop-ts7", median: 1234 }] }));
-  const { code, stdout, stderr } = await runScript("bench", ["--runs", "1", "--chapter", "03", "--out", out]);
+  const { code, stdout, stderr } = await runScript("bench", ["--runs", "1", "--chapter", "03", "--out", out], { kit: await kit() });
   // 在繁忙的机器上某项可能超时限：那是 1（目标未达成），不是崩溃
   assert.ok(code === 0 || code === 1, stderr);
   if (code === 1) {
@@ -89,11 +94,11 @@ test("错误的输入：--runs 越界或不是数字、位置参数、观察章�
     [["--bogus"], /不认识的选项 --bogus/],
   ];
   for (const [args, message] of cases) {
-    const { code, stderr } = await runScript("bench", args);
+    const { code, stderr } = await runScript("bench", args, { kit: await kit() });
     assert.equal(code, 2, `参数 ${JSON.stringify(args)}：${stderr}`);
     assert.match(stderr, message);
   }
-  const help = await runScript("bench", ["--help"]);
+  const help = await runScript("bench", ["--help"], { kit: await kit() });
   assert.equal(help.code, 0);
   assert.match(help.stdout, /每一章 ≤ 0\.3 s/);
   assert.match(help.stdout, /最后一章 ≤ 2\.5 s/);
